@@ -1,0 +1,353 @@
+/*
+ * horizon.h -- the public interface of libhorizon.
+ *
+ * libhorizon runs mixture-of-experts (MoE) language models whose routed experts do not all fit in GPU
+ * memory. Routed experts are stored as INT4 "qpacked" weights (blocks of 256 values along K, one FP16
+ * scale per block). A complete, immutable copy of every expert lives in process memory (the host
+ * backing); a device holds a budgeted subset of them (the cache). A routed expert that is missing on the
+ * device is copied host -> pinned staging -> an unpublished device row and then published atomically as
+ * part of a new, complete cache generation. Executors compute on the qpacked rows with FP16 activations.
+ *
+ * This header is the whole contract. It compiles alone as C11 and as C++.
+ *
+ * Conventions (they hold for every function unless its comment says otherwise):
+ *
+ *  - Status. Functions that can fail return an `int` holding an hz_status: HZ_OK (0) on success, a
+ *    negative code otherwise. On failure a message naming what is wrong (which file, offset, tensor,
+ *    expert or device call) is stored in a thread-local buffer read with hz_last_error_message(). The
+ *    library never aborts or exits the process and never prints unless a log callback is installed.
+ *  - Out parameters are the last arguments and are named `out`/`out_*`. On failure `*out` is set to
+ *    NULL (or zero) when out itself is not NULL.
+ *  - Ownership. An object returned through `out` by a *_open / *_create call is owned by the caller and
+ *    released with the matching *_close / *_destroy call, all of which accept NULL. Strings returned by
+ *    *_json calls are owned by the caller and released with hz_free(). Pointers returned by getters are
+ *    owned by the object they were read from and stay valid while it lives.
+ *  - Lifetimes. Children hold no reference on their parents: a backing and a device must outlive every
+ *    cache and model created on them, a cache must outlive its models, a model its sessions. Destroy
+ *    calls that would leave live children return HZ_EBUSY and destroy nothing.
+ *  - Options. Options structs start with `struct_size`; fill them with the matching *_init function
+ *    (or pass NULL for the defaults). The library reads only the fields it knows, so a program built
+ *    against an older header keeps working with a newer library of the same major version.
+ *  - Threading. Unless a function says otherwise, distinct handles may be used from distinct threads
+ *    at the same time, and one handle may not be used by two threads at once.
+ *
+ * Functions marked EXPERIMENTAL may change in any release; everything else follows the ABI promise
+ * (same major version = ABI compatible; structs grow only at the end; enums grow only at the end).
+ */
+#ifndef HORIZON_H
+#define HORIZON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------------
+ * Version
+ * ------------------------------------------------------------------------------------------------- */
+
+#define HZ_VERSION_MAJOR 0
+#define HZ_VERSION_MINOR 1
+#define HZ_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH, e.g. 100 for 0.1.0. */
+#define HZ_VERSION_NUMBER (HZ_VERSION_MAJOR * 10000 + HZ_VERSION_MINOR * 100 + HZ_VERSION_PATCH)
+
+/* The version of the library actually loaded, as "MAJOR.MINOR.PATCH". Static string; thread-safe. */
+const char *hz_version(void);
+/* HZ_VERSION_NUMBER of the library actually loaded. Thread-safe. */
+unsigned hz_version_number(void);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Status codes
+ * ------------------------------------------------------------------------------------------------- */
+
+/* X(name, value, message). Codes are never renumbered; new ones are added at the end. */
+#define HZ_STATUS_LIST(X)                                                                            \
+    X(HZ_OK, 0, "success")                                                                           \
+    X(HZ_EINVAL, -1, "invalid argument")                                                             \
+    X(HZ_ENOMEM, -2, "out of memory")                                                                \
+    X(HZ_EIO, -3, "input/output error")                                                              \
+    X(HZ_EFORMAT, -4, "malformed file or data")                                                      \
+    X(HZ_EIDENTITY, -5, "identity or checksum mismatch")                                             \
+    X(HZ_EUNSUPPORTED, -6, "not supported")                                                          \
+    X(HZ_ECAPACITY, -7, "insufficient capacity")                                                     \
+    X(HZ_EBUSY, -8, "object still in use")                                                           \
+    X(HZ_EFAULTED, -9, "cache is in the FAULTED state")                                              \
+    X(HZ_EDEVICE, -10, "device error")                                                               \
+    X(HZ_ERANGE, -11, "value out of range")                                                          \
+    X(HZ_ESTATE, -12, "call not valid in the current state")
+
+#define HZ_STATUS_ENUM_ITEM_(name, value, message) name = value,
+typedef enum hz_status { HZ_STATUS_LIST(HZ_STATUS_ENUM_ITEM_) HZ_STATUS_END_ = -13 } hz_status;
+#undef HZ_STATUS_ENUM_ITEM_
+
+/* A fixed English sentence for `status` ("unknown status" for codes this library does not know).
+ * Static string; thread-safe. */
+const char *hz_strerror(int status);
+/* The enumerator's name, e.g. "HZ_EFORMAT" ("HZ_UNKNOWN" for unknown codes). Static; thread-safe. */
+const char *hz_status_name(int status);
+/* The detail of the last failure on the calling thread, e.g.
+ * "model.safetensors: tensor 'lm_head.weight': data ends at 1024 past file end 512".
+ * Never NULL: "" when nothing has failed yet. Valid until the next libhorizon call on this thread. */
+const char *hz_last_error_message(void);
+
+/* Frees a string or buffer that a libhorizon call handed to the caller. NULL is allowed. */
+void hz_free(void *ptr);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Logging
+ * ------------------------------------------------------------------------------------------------- */
+
+typedef enum hz_log_level {
+    HZ_LOG_ERROR = 0,
+    HZ_LOG_WARN = 1,
+    HZ_LOG_INFO = 2,
+    HZ_LOG_DEBUG = 3
+} hz_log_level;
+
+/* Receives one log line (no trailing newline). May be called from any thread the library uses. */
+typedef void (*hz_log_fn)(void *user, int level, const char *message);
+
+/* Installs a process-wide log callback for messages at `max_level` or more severe; NULL silences the
+ * library (the default). Not synchronised with calls in flight: install it before creating objects. */
+void hz_set_log_callback(hz_log_fn fn, void *user, int max_level);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Host backing: the complete, immutable, process-owned copy of a qpacked artifact (.hzq)
+ * ------------------------------------------------------------------------------------------------- */
+
+typedef struct hz_host_backing hz_host_backing;
+
+/* Flags for hz_backing_options.flags. */
+#define HZ_BACKING_SKIP_CHECKSUMS 0x1u /* verify the whole-artifact identity only, not every blob */
+
+typedef struct hz_backing_options {
+    uint32_t struct_size; /* sizeof(hz_backing_options) */
+    uint32_t flags;       /* HZ_BACKING_* */
+} hz_backing_options;
+
+/* Fills `opts` with the defaults. */
+void hz_backing_options_init(hz_backing_options *opts);
+
+/* Opens the artifact at `path`, validates its header, manifest, inventory, layout, per-blob checksums
+ * and whole-artifact identity, copies everything into process-owned memory (every page touched before
+ * the backing is admitted), makes the routed-expert region read-only, and closes the file. After it
+ * returns no call reads the file again.
+ * Errors: HZ_EINVAL (NULL argument), HZ_EIO (cannot open or read), HZ_EFORMAT (bad magic, version,
+ * manifest or layout; the message names the field or blob), HZ_EIDENTITY (checksum or identity
+ * mismatch; the message names the blob), HZ_ENOMEM.
+ * Threading: any number of backings may be opened concurrently. The returned backing is immutable and
+ * may be read by any number of threads. */
+int hz_host_backing_open(const char *path, const hz_backing_options *opts, hz_host_backing **out);
+
+/* Releases the backing. Returns HZ_EBUSY (and releases nothing) while a cache or model created on it
+ * still lives. NULL is allowed (returns HZ_OK). */
+int hz_host_backing_close(hz_host_backing *backing);
+
+/* The whole-artifact identity (XXH3-128) as 32 lowercase hex digits. Owned by the backing. */
+const char *hz_host_backing_identity(const hz_host_backing *backing);
+
+/* A JSON object describing the backing: identity, architecture, config, precision, routed layers,
+ * experts per layer, expert blob bytes, total bytes, routed-region bytes, load seconds, protection.
+ * Caller frees *out with hz_free(). Errors: HZ_EINVAL, HZ_ENOMEM. Thread-safe. */
+int hz_host_backing_describe_json(const hz_host_backing *backing, char **out);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Devices
+ * ------------------------------------------------------------------------------------------------- */
+
+typedef struct hz_device hz_device;
+typedef struct hz_event hz_event;
+
+/* Opens a device by name: "cpu" (host memory stands in for device memory; transfers run on a worker
+ * thread), "cuda:N" (GPU N), or "auto" (cuda:0 when the library was built with CUDA and a GPU is
+ * present, else cpu).
+ * Errors: HZ_EINVAL (unknown name), HZ_EUNSUPPORTED (built without CUDA), HZ_EDEVICE (the CUDA call
+ * and its error string are in the message). */
+int hz_device_open(const char *name, hz_device **out);
+/* Closes the device. HZ_EBUSY while a cache or model created on it still lives. NULL is allowed. */
+int hz_device_close(hz_device *device);
+/* The canonical name ("cpu", "cuda:0"). Owned by the device. */
+const char *hz_device_name(const hz_device *device);
+/* A JSON object: backend, name, memory, transfer counters by direction and purpose. Caller frees. */
+int hz_device_describe_json(const hz_device *device, char **out);
+
+/* Events mark completion of work submitted to a device. Used to tell the cache when a consumer of a
+ * generation has finished reading its rows. */
+int hz_event_create(hz_device *device, hz_event **out);
+void hz_event_destroy(hz_event *event);
+/* Records the event after all work the library has submitted to the device's compute queue so far. */
+int hz_event_record(hz_event *event);
+/* HZ_OK when complete, HZ_EBUSY while pending, HZ_EDEVICE if the work it marks failed. */
+int hz_event_query(hz_event *event);
+/* Blocks until complete. HZ_OK or HZ_EDEVICE. */
+int hz_event_synchronize(hz_event *event);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Generation cache (resident-qpacked-cache-v1)
+ * ------------------------------------------------------------------------------------------------- */
+
+typedef struct hz_cache hz_cache;
+typedef struct hz_generation hz_generation;
+
+typedef enum hz_eviction {
+    HZ_EVICT_LRU = 0 /* least recently acquired resident expert of the layer */
+} hz_eviction;
+
+typedef enum hz_transport {
+    HZ_TRANSPORT_SERIAL = 0 /* serialized transactions through pinned staging (version 1) */
+} hz_transport;
+
+typedef struct hz_cache_options {
+    uint32_t struct_size;    /* sizeof(hz_cache_options) */
+    uint32_t capacity;       /* resident experts per routed layer; 0 = all experts */
+    uint32_t spare_rows;     /* unpublished rows for misses; 0 = the model's top-k */
+    uint64_t staging_bytes;  /* pinned staging; 0 = room for two expert blobs */
+    int32_t eviction;        /* hz_eviction */
+    int32_t transport;       /* hz_transport */
+    /* Initial placement: NULL = canonical (experts 0..capacity-1 of every layer), else
+     * layers x capacity expert ids, layer-major, distinct within a layer. */
+    const uint32_t *initial_placement;
+    uint32_t initial_placement_count;
+} hz_cache_options;
+
+void hz_cache_options_init(hz_cache_options *opts);
+
+/* Allocates all device memory (capacity x layers published rows plus the spare rows, and the pinned
+ * staging) and publishes generation 1 with the initial placement, copied from the backing.
+ * Errors: HZ_ECAPACITY (capacity above the expert count, spare rows fewer than the model's top-k, or
+ * staging smaller than one expert blob; the message says which), HZ_EINVAL, HZ_ENOMEM, HZ_EDEVICE. */
+int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_options *opts,
+                    hz_cache **out);
+
+/* Destroys the cache. HZ_EBUSY while leases are outstanding or a model uses it (nothing is freed). NULL
+ * is allowed. Waits for transfers in flight. */
+int hz_cache_destroy(hz_cache *cache);
+
+/* Counters as JSON: hits, misses, h2d_bytes, h2d_copies, expert_d2h_bytes, backing_writes,
+ * request_source_reads, request_hashing, publications, evictions, retired_rows, staging_high_water,
+ * miss latency, generation id, state ("OK" or "FAULTED"). A counter the library does not observe is
+ * "UNKNOWN", one the platform cannot provide "UNSUPPORTED". Caller frees. Thread-safe. */
+int hz_cache_stats_json(hz_cache *cache, char **out);
+
+/* Returns a lease on a published generation in which all `n` experts of `layer` are resident, running
+ * one miss transaction first when some are not. `experts` must be distinct and n <= capacity.
+ * Errors: HZ_ERANGE (layer or expert out of range), HZ_EINVAL (duplicates, n == 0, NULL),
+ * HZ_ECAPACITY (n above capacity or spare rows), HZ_EFAULTED, HZ_EDEVICE / HZ_EIO (the miss failed
+ * before publication: the previous generation stays authoritative, nothing leaks).
+ * Threading: may be called from any number of threads on one cache; miss transactions are serialized. */
+int hz_generation_acquire(hz_cache *cache, uint32_t layer, const uint32_t *experts, uint32_t n,
+                          hz_generation **out);
+
+/* Ends a lease. `consumer_done` marks when the consumer finished reading the rows (NULL: already
+ * finished); rows are reused only after every lease on a generation mapping them is released and its
+ * events complete. The event may be destroyed after this returns.
+ * Errors: HZ_EINVAL (NULL, or a lease already released or not from this library). Thread-safe. */
+int hz_generation_release(hz_generation *lease, hz_event *consumer_done);
+
+/* The generation's id (publications are numbered 1, 2, ...). */
+uint64_t hz_generation_id(const hz_generation *lease);
+/* The layer the lease was acquired for. */
+uint32_t hz_generation_layer(const hz_generation *lease);
+/* Row index and device address of `expert` of the lease's layer in this generation.
+ * Errors: HZ_ERANGE (expert not resident in this generation). */
+int hz_generation_row(const hz_generation *lease, uint32_t expert, uint32_t *out_row,
+                      const void **out_address);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Models and sessions
+ * ------------------------------------------------------------------------------------------------- */
+
+typedef struct hz_model hz_model;
+typedef struct hz_session hz_session;
+
+typedef struct hz_model_options {
+    uint32_t struct_size; /* sizeof(hz_model_options) */
+    /* Executor for routed experts: NULL or "auto" (best for the device), "reference" (CPU),
+     * "scalar", "grouped" (CUDA). */
+    const char *executor;
+} hz_model_options;
+
+void hz_model_options_init(hz_model_options *opts);
+
+/* Creates a model from a backing, placing the non-routed FP16 weights on the device and serving routed
+ * experts through `cache`, which must have been created on the same backing and device.
+ * Errors: HZ_EINVAL, HZ_EUNSUPPORTED (executor unknown for this device), HZ_ENOMEM, HZ_EDEVICE. */
+int hz_model_create(hz_host_backing *backing, hz_device *device, hz_cache *cache,
+                    const hz_model_options *opts, hz_model **out);
+/* HZ_EBUSY while sessions live. NULL is allowed. */
+int hz_model_destroy(hz_model *model);
+
+typedef struct hz_model_info {
+    uint32_t struct_size;
+    uint32_t vocab_size;
+    uint32_t hidden_size;
+    uint32_t layers;
+    uint32_t experts;
+    uint32_t top_k;
+    uint32_t max_context;
+    int32_t eos_token; /* -1 when none */
+    int32_t bos_token; /* -1 when none */
+} hz_model_info;
+
+/* Fills `out` (set out->struct_size first, or use hz_model_info_init). */
+void hz_model_info_init(hz_model_info *info);
+int hz_model_get_info(const hz_model *model, hz_model_info *out);
+
+/* JSON: architecture, config, executor, precision declaration (checkpoint dtype, routed INT4 block and
+ * scale dtype, activation dtype, non-routed dtype, accumulation dtype of the executor). Caller frees. */
+int hz_model_describe_json(const hz_model *model, char **out);
+
+typedef struct hz_session_options {
+    uint32_t struct_size;
+    uint32_t max_context; /* tokens of KV cache; 0 = the model's maximum */
+} hz_session_options;
+
+void hz_session_options_init(hz_session_options *opts);
+
+typedef struct hz_sampler_options {
+    uint32_t struct_size;
+    float temperature; /* 0 = greedy (the default) */
+    uint32_t top_k;    /* 0 = off */
+    float top_p;       /* 1 = off */
+    uint64_t seed;
+} hz_sampler_options;
+
+void hz_sampler_options_init(hz_sampler_options *opts);
+
+/* Creates a session (FP16 KV cache of max_context tokens, position 0, greedy sampler).
+ * Errors: HZ_EINVAL, HZ_ERANGE (max_context above the model's), HZ_ENOMEM, HZ_EDEVICE. */
+int hz_session_create(hz_model *model, const hz_session_options *opts, hz_session **out);
+/* NULL is allowed. Using a session after its model was destroyed is undefined; hz_model_destroy
+ * refuses with HZ_EBUSY while the session lives. */
+void hz_session_destroy(hz_session *session);
+/* Back to position 0; the sampler keeps its options and restarts its seed. */
+int hz_session_reset(hz_session *session);
+int hz_session_set_sampler(hz_session *session, const hz_sampler_options *opts);
+/* Tokens already in the KV cache. */
+uint32_t hz_session_position(const hz_session *session);
+
+/* Runs `n` prompt tokens from the current position, leaves the logits of the last one readable, and
+ * samples the next token into *out_next (out_next may be NULL).
+ * Errors: HZ_EINVAL (n == 0, NULL), HZ_ERANGE (a token outside the vocabulary, or position + n above
+ * max_context; nothing is run), HZ_EFAULTED, HZ_EDEVICE. */
+int hz_prefill(hz_session *session, const int32_t *tokens, uint32_t n, int32_t *out_next);
+
+/* Runs one token at the current position, leaves its logits readable, and samples the next token.
+ * Errors as hz_prefill. */
+int hz_decode_step(hz_session *session, int32_t token, int32_t *out_next);
+
+/* The FP32 logits of the last token run (vocab_size values), owned by the session, valid until its next
+ * call. Errors: HZ_ESTATE before any token was run. */
+int hz_session_logits(const hz_session *session, const float **out, uint32_t *out_count);
+
+/* Session counters as JSON: tokens prefilled, decoded, seconds in each. Caller frees. */
+int hz_session_stats_json(const hz_session *session, char **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HORIZON_H */

@@ -1,0 +1,101 @@
+/* lib/backend: the internal, versioned device interface.
+ *
+ * A backend owns device memory, pinned host staging, queues (a compute queue and a copy queue) and
+ * events. Every copy goes through hz_backend_copy_* below, which count bytes and copies by direction
+ * and purpose before calling the backend, so "zero expert D2H" is observed rather than assumed.
+ * Backends never abort: every failure is a status with a message (the CUDA call and its error string
+ * for cuda). Implementations: cpu (backend_cpu.c), fault-injecting wrapper (backend_fault.c),
+ * cuda (cuda/backend_cuda.cu). */
+#ifndef HZ_BACKEND_H
+#define HZ_BACKEND_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+#define HZ_BACKEND_INTERFACE_VERSION 1u
+
+typedef enum hz_queue { HZ_QUEUE_COMPUTE = 0, HZ_QUEUE_COPY = 1, HZ_QUEUE_COUNT = 2 } hz_queue;
+typedef enum hz_xfer_dir { HZ_H2D = 0, HZ_D2H = 1, HZ_D2D = 2, HZ_DIR_COUNT = 3 } hz_xfer_dir;
+typedef enum hz_xfer_purpose {
+    HZ_PURPOSE_EXPERT = 0,     /* routed-expert rows */
+    HZ_PURPOSE_WEIGHTS = 1,    /* non-routed weights */
+    HZ_PURPOSE_ACTIVATION = 2, /* hidden states, logits */
+    HZ_PURPOSE_ROUTING = 3,    /* top-k ids and weights */
+    HZ_PURPOSE_COUNT = 4
+} hz_xfer_purpose;
+
+typedef struct hz_backend hz_backend;
+typedef struct hz_bevent hz_bevent; /* a backend's event; opaque, defined by each backend */
+
+typedef struct hz_backend_ops {
+    uint32_t version; /* HZ_BACKEND_INTERFACE_VERSION */
+    const char *kind; /* "cpu", "cuda", "fault" */
+    void (*destroy)(hz_backend *be);
+
+    int (*mem_alloc)(hz_backend *be, uint64_t bytes, void **out); /* device memory */
+    void (*mem_free)(hz_backend *be, void *ptr);
+    int (*pinned_alloc)(hz_backend *be, uint64_t bytes, void **out); /* page-locked host memory */
+    void (*pinned_free)(hz_backend *be, void *ptr);
+
+    /* Enqueue copies on `queue`; they run in order with other work of that queue. */
+    int (*copy_h2d)(hz_backend *be, hz_queue queue, void *dst, const void *src, uint64_t bytes);
+    int (*copy_d2h)(hz_backend *be, hz_queue queue, void *dst, const void *src, uint64_t bytes);
+    int (*copy_d2d)(hz_backend *be, hz_queue queue, void *dst, const void *src, uint64_t bytes);
+    int (*memset)(hz_backend *be, hz_queue queue, void *dst, int value, uint64_t bytes);
+
+    int (*event_create)(hz_backend *be, hz_bevent **out);
+    void (*event_destroy)(hz_backend *be, hz_bevent *ev);
+    /* Completes when all work enqueued on `queue` before it has completed. */
+    int (*event_record)(hz_backend *be, hz_bevent *ev, hz_queue queue);
+    /* HZ_OK complete, HZ_EBUSY pending, another status if the marked work failed. */
+    int (*event_query)(hz_backend *be, hz_bevent *ev);
+    /* Blocks the host until complete; HZ_OK or the failure. */
+    int (*event_wait)(hz_backend *be, hz_bevent *ev);
+    /* Makes later work on `queue` wait for `ev` without blocking the host. */
+    int (*queue_wait_event)(hz_backend *be, hz_queue queue, hz_bevent *ev);
+    /* Blocks until all work on `queue` has completed. */
+    int (*queue_sync)(hz_backend *be, hz_queue queue);
+    /* The native queue handle (cudaStream_t for cuda, NULL for cpu), for executors. */
+    void *(*native_queue)(hz_backend *be, hz_queue queue);
+    /* Total and free device memory in bytes (HZ_EUNSUPPORTED when not observable). */
+    int (*mem_info)(hz_backend *be, uint64_t *out_free, uint64_t *out_total);
+} hz_backend_ops;
+
+/* Base of every backend (first member of the implementation's struct). */
+struct hz_backend {
+    const hz_backend_ops *ops;
+    char name[32]; /* "cpu", "cuda:0" */
+    _Atomic uint64_t bytes[HZ_DIR_COUNT][HZ_PURPOSE_COUNT];
+    _Atomic uint64_t copies[HZ_DIR_COUNT][HZ_PURPOSE_COUNT];
+};
+
+/* Counting front ends: count, then call the backend's op. */
+int hz_backend_copy_h2d(hz_backend *be, hz_queue q, void *dst, const void *src, uint64_t bytes,
+                        hz_xfer_purpose purpose);
+int hz_backend_copy_d2h(hz_backend *be, hz_queue q, void *dst, const void *src, uint64_t bytes,
+                        hz_xfer_purpose purpose);
+int hz_backend_copy_d2d(hz_backend *be, hz_queue q, void *dst, const void *src, uint64_t bytes,
+                        hz_xfer_purpose purpose);
+
+/* Constructors. */
+int hz_backend_cpu_create(hz_backend **out);
+int hz_backend_cuda_create(int ordinal, hz_backend **out); /* HZ_EUNSUPPORTED without CUDA */
+void hz_backend_destroy(hz_backend *be);                     /* NULL allowed */
+
+/* The public hz_device wraps one backend. */
+struct hz_device {
+    hz_backend *be;
+    _Atomic int children; /* caches and models created on it */
+};
+/* The public hz_event wraps one backend event. */
+struct hz_event {
+    hz_device *device;
+    hz_bevent *ev;
+};
+
+void hz_device_child_add(hz_device *d);
+void hz_device_child_remove(hz_device *d);
+
+#endif

@@ -1,0 +1,48 @@
+/* lib/core: status and thread-local error detail, logging, memory and small helpers shared by every
+ * module. Internal: nothing here is installed. */
+#ifndef HZ_CORE_H
+#define HZ_CORE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "horizon/horizon.h"
+
+#if defined(__GNUC__)
+#define HZ_PRINTF(fmt_idx, arg_idx) __attribute__((format(printf, fmt_idx, arg_idx)))
+#define HZ_EXPORT __attribute__((visibility("default")))
+#else
+#define HZ_PRINTF(fmt_idx, arg_idx)
+#define HZ_EXPORT
+#endif
+
+/* Stores a formatted detail message for `status` in the calling thread's last-error buffer and returns
+ * `status`, so a failing path reads `return hz_error(HZ_EFORMAT, "...", ...);`. */
+int hz_error(int status, const char *fmt, ...) HZ_PRINTF(2, 3);
+int hz_verror(int status, const char *fmt, va_list ap);
+/* Prefixes the current last-error message with "prefix: " (keeps the status). Returns status. */
+int hz_error_prefix(int status, const char *fmt, ...) HZ_PRINTF(2, 3);
+/* Clears the calling thread's last-error message. */
+void hz_error_clear(void);
+
+/* Logging through the installed callback (no-op without one). */
+void hz_log(int level, const char *fmt, ...) HZ_PRINTF(2, 3);
+
+/* Allocation helpers: set HZ_ENOMEM detail on failure. */
+void *hz_malloc(size_t n);
+void *hz_calloc(size_t count, size_t size);
+char *hz_strdup(const char *s);
+/* Overflow-checked size arithmetic: return 0 on overflow, 1 otherwise. */
+static inline int hz_mul_ok(uint64_t a, uint64_t b, uint64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline int hz_add_ok(uint64_t a, uint64_t b, uint64_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+static inline uint64_t hz_align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+/* Monotonic clock in seconds. */
+double hz_now_seconds(void);
+
+#endif
