@@ -23,7 +23,9 @@ typedef enum hz_xfer_purpose {
     HZ_PURPOSE_WEIGHTS = 1,    /* non-routed weights */
     HZ_PURPOSE_ACTIVATION = 2, /* hidden states, logits */
     HZ_PURPOSE_ROUTING = 3,    /* top-k ids and weights */
-    HZ_PURPOSE_COUNT = 4
+    HZ_PURPOSE_VERIFY = 4,     /* invariant-checker reads of expert rows (debug/test builds only);
+                                  kept apart so expert D2H stays an observed zero */
+    HZ_PURPOSE_COUNT = 5
 } hz_xfer_purpose;
 
 typedef struct hz_backend hz_backend;
@@ -97,5 +99,21 @@ struct hz_event {
 
 void hz_device_child_add(hz_device *d);
 void hz_device_child_remove(hz_device *d);
+
+/* Wraps an already created backend in a public device (takes ownership of `be`, also on failure).
+ * Lets tests put the fault-injecting wrapper under a cache. */
+int hz_device_wrap(hz_backend *be, hz_device **out);
+
+/* "h2d"/"d2h"/"d2d" and "expert"/"weights"/"activation"/"routing"/"verify", for JSON reports. */
+const char *hz_xfer_dir_name(hz_xfer_dir d);
+const char *hz_xfer_purpose_name(hz_xfer_purpose p);
+
+/* Test support for the cpu backend: runs fn(arg) on `queue`'s worker thread, in order with the queue's
+ * other work (a stand-in for a kernel that reads rows). HZ_EUNSUPPORTED for other backends. */
+int hz_backend_cpu_enqueue_host_fn(hz_backend *be, hz_queue queue, void (*fn)(void *), void *arg);
+/* Test support for the cpu backend: every later copy writes half its bytes, sleeps `usec`, then writes
+ * the rest, so work that reads a destination before the copy's event completes sees a torn buffer.
+ * 0 (the default) copies at once. HZ_EUNSUPPORTED for other backends. */
+int hz_backend_cpu_set_copy_delay(hz_backend *be, uint32_t usec);
 
 #endif

@@ -319,10 +319,9 @@ int hz_host_backing_open(const char *path, const hz_backing_options *opts, hz_ho
      * as well, since nothing in the library has a reason to write them. */
     rc = protect_readonly(b->routed, b->routed_bytes, "routed-expert region");
     if (rc) goto fail;
-    if (routed_rel > 0) {
-        size_t ps = page_size();
-        uint64_t nr = routed_rel / ps * ps; /* whole pages strictly before the routed region */
-        rc = protect_readonly(base, nr, "non-routed region");
+    if (b->routed > b->map) {
+        /* from the mapping's first page up to the routed region's (page-aligned) start */
+        rc = protect_readonly(b->map, (uint64_t)(b->routed - b->map), "non-routed region");
         if (rc) goto fail;
     }
     hz_artifact_free(art);

@@ -5,7 +5,7 @@
  *
  * Codes: each value is a 4-bit code c in 0..15 meaning (c - 8) * scale. The quantizer uses
  * scale = fp16(absmax(block) / 7) and c - 8 = clamp(round(x / scale), -7, 7), so code 0 is never
- * written and every value is reconstructed within scale / 2 (see doc/format.md for the proof and the
+ * written and every value is reconstructed within scale / 2 (see doc/qpack.md for the proof and the
  * edge cases: an all-zero block has scale 0; a scale that overflows FP16 is an error).
  *
  * Nibble layout (chosen for 16-byte GPU loads): row r's codes are kp / 2 contiguous bytes. They form

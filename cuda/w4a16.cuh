@@ -1,0 +1,77 @@
+/* W4A16 routed-expert executors on CUDA: the C-callable launch interface shared by the scalar and
+ * grouped executors (cuda/w4a16_scalar.cu, cuda/w4a16_grouped.cu).
+ *
+ * This header is plain C (it is included from C code and from .cu files): no CUDA types appear in it;
+ * the stream is a `void *` holding a cudaStream_t (NULL = the legacy default stream).
+ *
+ * One call applies the routed experts of ONE token (batch-1 decode) to its FP16 hidden state x:
+ *   gate_i, up_i = FP32 dot products of the expert's gate / up rows with x
+ *   a_i          = fp16_round(silu(gate_i) * up_i)     (silu(g) = g / (1 + expf(-g)), FP32)
+ *   y_e[j]       = FP32 dot product of down row j with a (a_i = 0 for the padded K positions)
+ *   s_j          = acc_j (or 0) + w_0 * y_0[j] + w_1 * y_1[j] + ...   in FP32, experts in the order given
+ * then acc_j = s_j (when acc is given) and y_j = fp16_round(s_j) (when y is given). The weight of a
+ * code c with block scale s is (float)(c - 8) * (float)s, as in format/qpack.h. The order of the
+ * summation inside one dot product is each kernel's own (checks use a tolerance); the order of the
+ * expert sum is the caller's, as lib/exec/exec.h requires.
+ *
+ * The intermediate a lives at the start of `scratch` as n rows of layout->down.kp FP16 values (the
+ * positions from inter to kp are written as zeros), so tests can check it and the down pass can read
+ * whole 16-byte chunks without bounds checks.
+ *
+ * Threading: the launch functions only enqueue work on `stream`; they may be called from any thread
+ * holding the CUDA device current. Errors: HZ_EINVAL (bad arguments), HZ_EUNSUPPORTED (a shape the
+ * kernels were not built for), HZ_EDEVICE (a CUDA call failed; the message names it).
+ */
+#ifndef HZ_CUDA_W4A16_CUH
+#define HZ_CUDA_W4A16_CUH
+
+#ifdef __cplusplus
+/* The C headers below include <math.h>; pull the C++-aware versions in first, outside extern "C". */
+#include <cmath>
+#include <cstring>
+#include <cstdint>
+#include <cstdarg>
+#include <cstddef>
+extern "C" {
+#endif
+
+#include <stdint.h>
+
+#include "format/qpack.h"
+
+/* Experts per call whose blob addresses travel inside the kernel parameters. */
+#define HZ_W4A16_MAX_EXPERTS 32
+
+/* hz_w4a16_args.flags */
+#define HZ_W4A16_PDL 0x1u /* grouped: launch the down pass with programmatic dependent launch, so its
+                             weight loads overlap the tail of the gate/up pass (sm_90) */
+
+typedef struct hz_w4a16_args {
+    const hz_expert_layout *layout; /* host pointer: the blob layout of every expert of the call */
+    uint32_t n;                     /* experts, 1 .. HZ_W4A16_MAX_EXPERTS */
+    /* Blob addresses (device memory, 16-byte aligned): either a HOST array of n device pointers
+     * (copied into the kernel parameters at launch) or, when that is NULL, a DEVICE array of n
+     * device pointers (read by the kernels, so it may be written by earlier device work). */
+    const void *const *blobs;
+    const void *const *blobs_dev;
+    const float *weights; /* device FP32 [n] routing weights */
+    const void *x;        /* device FP16 [hidden], 16-byte aligned */
+    void *y;              /* device FP16 [hidden] output, or NULL */
+    float *acc;           /* device FP32 [hidden] accumulators (in/out), or NULL */
+    void *scratch;        /* device scratch, 256-byte aligned, at least *_scratch_bytes() */
+    uint64_t scratch_bytes;
+    uint32_t flags; /* HZ_W4A16_* */
+} hz_w4a16_args;
+
+/* Scratch each executor needs for n experts of `layout`. */
+uint64_t hz_w4a16_scalar_scratch_bytes(const hz_expert_layout *layout, uint32_t n);
+uint64_t hz_w4a16_grouped_scratch_bytes(const hz_expert_layout *layout, uint32_t n);
+
+/* Validates args for either executor (used by both before they launch). */
+int hz_w4a16_args_check(const hz_w4a16_args *args, uint64_t scratch_needed, const char *who);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,144 @@
+/* Device-side helpers shared by the W4A16 kernels (C++/CUDA only; not part of the C interface). */
+#ifndef HZ_CUDA_W4A16_DEVICE_CUH
+#define HZ_CUDA_W4A16_DEVICE_CUH
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "w4a16.cuh"
+
+extern "C" {
+#include "core/core.h"
+}
+
+/* Turns a failed CUDA call into HZ_EDEVICE with the call and CUDA's own words in the last-error
+ * message. Clears CUDA's per-thread "last error" so a later, unrelated check does not report it again
+ * (sticky errors stay sticky: the context keeps returning them). */
+static inline int hz_cuda_fail(cudaError_t e, const char *who, const char *call) {
+    (void)cudaGetLastError();
+    return hz_error(HZ_EDEVICE, "%s: %s failed: %s (%s)", who, call, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+/* Blob addresses of one call: by value in the kernel parameters, or from a device array. */
+struct hz_blob_ptrs {
+    const uint8_t *p[HZ_W4A16_MAX_EXPERTS];
+};
+
+static __device__ __forceinline__ const uint8_t *hz_blob(const hz_blob_ptrs &ptrs, const uint8_t *const *dev, int e) {
+    return dev ? dev[e] : ptrs.p[e];
+}
+
+/* 16 bytes of codes that are read exactly once: skip L1 so it keeps the activations, and use the
+ * non-coherent path (the blobs are never written while a kernel reads them). */
+static __device__ __forceinline__ uint4 hz_ld_stream(const void *p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+static __device__ __forceinline__ float hz_ld_scale(const uint8_t *p) {
+    return __half2float(__ldg(reinterpret_cast<const __half *>(p)));
+}
+
+/* Programmatic dependent launch (sm_90): both are no-ops when the grid was launched without it. */
+static __device__ __forceinline__ void hz_griddep_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void hz_griddep_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/* ---- the grouped executor's expansion of one 16-byte chunk ----------------------------------------
+ *
+ * A chunk holds 32 codes: byte i (0..15) has value i in its low nibble and value 16 + i in its high
+ * nibble. Read as four 32-bit words, word m holds bytes 4m .. 4m+3, so the nibble at position p
+ * (bits 4p .. 4p+3) of word m is value
+ *     v(m, p) = (p & 1) * 16 + 4m + (p >> 1).
+ * Activations are kept in registers in this "slot" order (slot 8m + p), which makes every expansion
+ * a fixed register pattern.
+ *
+ * Expansion without integer-to-float conversions: OR-ing a nibble that sits at bit 4p' (p' <= 4) into
+ * the bits of 2^23 gives the float 2^23 + n * 2^(4p') exactly (the ulp at 2^23 is 1). One FFMA with
+ * 2^(-4p') and -(2^(23-4p') + 8) then yields n - 8 exactly (every intermediate is an integer below
+ * 2^24). Nibbles 5..7 are first shifted down by 12 bits onto positions 2..4. Cost per value: one LOP3,
+ * one FFMA to expand, one FFMA to accumulate. */
+static __device__ __forceinline__ float hz_nib(uint32_t bits, uint32_t mask, float mul, float add) {
+    return fmaf(__uint_as_float((bits & mask) | 0x4B000000u), mul, add);
+}
+
+static __device__ __forceinline__ int hz_slot_value(int slot) {
+    const int m = slot >> 3, p = slot & 7;
+    return (p & 1) * 16 + 4 * m + (p >> 1);
+}
+
+/* Sum over the 32 values of a chunk of (code - 8) * act, FP32; act in slot order. */
+static __device__ __forceinline__ float hz_chunk_dot(uint4 q, const float *act) {
+    const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+    float part[4];
+#pragma unroll
+    for (int m = 0; m < 4; m++) {
+        const uint32_t lo = w[m], hi = w[m] >> 12;
+        const float *a = act + 8 * m;
+        float s = hz_nib(lo, 0x0000000Fu, 1.0f, -8388616.0f) * a[0];
+        s = fmaf(hz_nib(lo, 0x000000F0u, 0.0625f, -524296.0f), a[1], s);
+        s = fmaf(hz_nib(lo, 0x00000F00u, 0.00390625f, -32776.0f), a[2], s);
+        s = fmaf(hz_nib(lo, 0x0000F000u, 0.000244140625f, -2056.0f), a[3], s);
+        s = fmaf(hz_nib(lo, 0x000F0000u, 0.0000152587890625f, -136.0f), a[4], s);
+        s = fmaf(hz_nib(hi, 0x00000F00u, 0.00390625f, -32776.0f), a[5], s);
+        s = fmaf(hz_nib(hi, 0x0000F000u, 0.000244140625f, -2056.0f), a[6], s);
+        s = fmaf(hz_nib(hi, 0x000F0000u, 0.0000152587890625f, -136.0f), a[7], s);
+        part[m] = s;
+    }
+    return (part[0] + part[1]) + (part[2] + part[3]);
+}
+
+/* Loads the 32 FP16 activations of chunk c (values 32c .. 32c+31 of a vector of length len; zero past
+ * the end) into slot order as FP32. The whole chunk is read with four 16-byte loads when it is in range
+ * and the vector is 16-byte aligned. kL2Only: read through L2 only (__ldcg), for data that the previous
+ * grid wrote while this one may already have been running (programmatic dependent launch); otherwise
+ * through the read-only path. */
+template <bool kL2Only>
+static __device__ __forceinline__ void hz_load_act_chunk(const __half *v, uint32_t len, uint32_t c, float *act) {
+    const uint32_t base = 32u * c;
+    if (base + 32u <= len && (reinterpret_cast<uintptr_t>(v) & 15u) == 0) {
+        const uint4 *src = reinterpret_cast<const uint4 *>(v + base);
+        uint32_t wv[16];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint4 t = kL2Only ? __ldcg(src + i) : __ldg(src + i);
+            wv[4 * i + 0] = t.x;
+            wv[4 * i + 1] = t.y;
+            wv[4 * i + 2] = t.z;
+            wv[4 * i + 3] = t.w;
+        }
+#pragma unroll
+        for (int s = 0; s < 32; s++) {
+            const int i = hz_slot_value(s);
+            const unsigned short bits = (unsigned short)(wv[i >> 1] >> (16 * (i & 1)));
+            act[s] = __half2float(__ushort_as_half(bits));
+        }
+    } else {
+#pragma unroll
+        for (int s = 0; s < 32; s++) {
+            const uint32_t i = base + (uint32_t)hz_slot_value(s);
+            act[s] = 0.0f;
+            if (i < len) act[s] = __half2float(kL2Only ? __ldcg(v + i) : __ldg(v + i));
+        }
+    }
+}
+
+static __device__ __forceinline__ float hz_warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+static __device__ __forceinline__ float hz_silu_mul(float g, float u) { return g / (1.0f + expf(-g)) * u; }
+
+#endif

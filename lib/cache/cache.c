@@ -1,0 +1,948 @@
+/* The generation cache (resident-qpacked-cache-v1, DESIGN.md 4.4; doc/cache-contract.md).
+ *
+ * Locking: `mu` guards the rows, the generations' mutable fields (leases, consumer event, the old list)
+ * and the counters; `txn_mu` serializes miss transactions and is always taken before `mu`. An all-hit
+ * acquire takes `mu` only. A miss transaction drops `mu` while its copies run, so hits on the current
+ * generation continue; it publishes by swapping `current` under `mu`. Generations are immutable once
+ * published; a lease pins the generation it was taken on. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backing/backing.h"
+#include "cache/cache_internal.h"
+
+const char *hz_row_state_name(int state) {
+    switch (state) {
+    case HZ_ROW_FREE: return "free";
+    case HZ_ROW_RESERVED: return "reserved";
+    case HZ_ROW_IN_TRANSFER: return "in_transfer";
+    case HZ_ROW_PUBLISHED: return "published";
+    case HZ_ROW_VICTIM_PENDING: return "victim_pending";
+    case HZ_ROW_REUSABLE: return "reusable";
+    default: return "invalid";
+    }
+}
+
+void hz_cache_options_init(hz_cache_options *opts) {
+    if (!opts) return;
+    memset(opts, 0, sizeof *opts);
+    opts->struct_size = sizeof *opts;
+    opts->eviction = HZ_EVICT_LRU;
+    opts->transport = HZ_TRANSPORT_SERIAL;
+}
+
+static int is_faulted(const hz_cache *c) { return atomic_load_explicit(&c->state, memory_order_acquire) != HZ_CACHE_OK; }
+
+/* The message is written once, before the state flips, and never again: readers that see FAULTED
+ * (acquire load) read a stable string. */
+static int fault_status(const hz_cache *c) {
+    return hz_error(HZ_EFAULTED, "cache is FAULTED: %s", c->fault_msg);
+}
+
+/* Moves the cache to FAULTED (mu held). Returns HZ_EFAULTED with the reason as the message. */
+static int set_faulted(hz_cache *c, const char *fmt, ...) HZ_PRINTF(2, 3);
+static int set_faulted(hz_cache *c, const char *fmt, ...) {
+    if (!is_faulted(c)) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->fault_msg, sizeof c->fault_msg, fmt, ap);
+        va_end(ap);
+        atomic_store_explicit(&c->state, HZ_CACHE_FAULTED, memory_order_release);
+        hz_log(HZ_LOG_ERROR, "cache FAULTED: %s", c->fault_msg);
+    }
+    pthread_cond_broadcast(&c->rows_cv);
+    return fault_status(c);
+}
+
+/* ---- generations ---------------------------------------------------------------------------- */
+
+static void gen_free(hz_cache *c, hz_gen *g) {
+    if (!g) return;
+    if (g->consumer) c->be->ops->event_destroy(c->be, g->consumer);
+    free(g->map);
+    free(g->resident);
+    free(g);
+}
+
+static int gen_alloc(hz_cache *c, hz_gen **out) {
+    *out = NULL;
+    hz_gen *g = calloc(1, sizeof *g);
+    if (!g) return hz_error(HZ_ENOMEM, "out of memory for a generation");
+    g->map = malloc((size_t)c->layers * c->experts * sizeof *g->map);
+    g->resident = calloc(c->layers, sizeof *g->resident);
+    if (!g->map || !g->resident) {
+        gen_free(c, g);
+        return hz_error(HZ_ENOMEM, "out of memory for a generation map of %u x %u", c->layers, c->experts);
+    }
+    int st = c->be->ops->event_create(c->be, &g->consumer);
+    if (st) {
+        g->consumer = NULL;
+        gen_free(c, g);
+        return hz_error_prefix(st, "creating a generation's consumer event");
+    }
+    *out = g;
+    return HZ_OK;
+}
+
+/* Retires `g` (not current, no leases) when its consumer event has completed: drops its row
+ * references; victims nobody maps any more become reusable. Returns 1 retired (g freed, caller
+ * unlinks first), 0 still pending, -1 the event reported an error (cache now FAULTED). mu held. */
+static int gen_try_retire(hz_cache *c, hz_gen *g) {
+    if (g->consumer_recorded) {
+        int q = c->be->ops->event_query(c->be, g->consumer);
+        if (q == HZ_EBUSY) return 0;
+        if (q != HZ_OK) {
+            /* The consumer's work failed: whether it still reads the rows is unknown, so they can never
+             * be handed out again with certainty. */
+            set_faulted(c, "the consumer event of generation %llu reported an error (%s): %s",
+                        (unsigned long long)g->id, hz_status_name(q), hz_last_error_message());
+            return -1;
+        }
+    }
+    size_t total = (size_t)c->layers * c->experts;
+    for (size_t i = 0; i < total; i++) {
+        uint32_t r = g->map[i];
+        if (r == HZ_NO_ROW) continue;
+        hz_row *row = &c->rows[r];
+        if (row->gen_refs > 0) row->gen_refs--;
+        if (row->gen_refs == 0 && row->state == HZ_ROW_VICTIM_PENDING) {
+            row->state = HZ_ROW_REUSABLE;
+            c->retired_rows++;
+        }
+    }
+    gen_free(c, g);
+    return 1;
+}
+
+static void old_unlink(hz_cache *c, hz_gen *g) {
+    for (hz_gen **pp = &c->old; *pp; pp = &(*pp)->next)
+        if (*pp == g) {
+            *pp = g->next;
+            g->next = NULL;
+            return;
+        }
+}
+
+/* Retires every old generation that can go. HZ_OK or HZ_EFAULTED. mu held. */
+static int scan_old(hz_cache *c) {
+    hz_gen **pp = &c->old;
+    while (*pp) {
+        hz_gen *g = *pp;
+        if (g->leases == 0) {
+            *pp = g->next;
+            int r = gen_try_retire(c, g);
+            if (r == 1) continue;
+            /* still pending (or faulted): put it back where it was */
+            g->next = *pp;
+            *pp = g;
+            if (r < 0) return HZ_EFAULTED;
+        }
+        pp = &g->next;
+    }
+    return HZ_OK;
+}
+
+/* ---- leases --------------------------------------------------------------------------------- */
+
+static void lease_attach(hz_cache *c, hz_gen *g, hz_generation *l, uint32_t layer) {
+    l->cache = c;
+    l->gen = g;
+    l->layer = layer;
+    l->owner = pthread_self();
+    l->prev = NULL;
+    l->next = g->lease_list;
+    if (g->lease_list) g->lease_list->prev = l;
+    g->lease_list = l;
+    g->leases++;
+    c->active_leases++;
+}
+
+static void lease_detach(hz_cache *c, hz_generation *l) {
+    hz_gen *g = l->gen;
+    if (l->prev) l->prev->next = l->next;
+    else g->lease_list = l->next;
+    if (l->next) l->next->prev = l->prev;
+    l->prev = l->next = NULL;
+    g->leases--;
+    c->active_leases--;
+}
+
+/* ---- creation and destruction ----------------------------------------------------------------- */
+
+static void cache_free(hz_cache *c) {
+    if (!c) return;
+    hz_backend *be = c->be;
+    hz_gen *cur = atomic_load(&c->current);
+    if (be) {
+        /* The device may still read rows for consumers and write rows for transfers: let both finish
+         * before the arena goes. Errors are ignored here: there is nobody left to report them to. */
+        be->ops->queue_sync(be, HZ_QUEUE_COPY);
+        if (cur && cur->consumer_recorded) be->ops->event_wait(be, cur->consumer);
+        for (hz_gen *g = c->old; g; g = g->next)
+            if (g->consumer_recorded) be->ops->event_wait(be, g->consumer);
+    }
+    hz_error_clear();
+    hz_transactor_destroy(c->tx);
+    while (c->old) {
+        hz_gen *g = c->old;
+        c->old = g->next;
+        gen_free(c, g);
+    }
+    gen_free(c, cur);
+    if (c->arena) be->ops->mem_free(be, c->arena);
+    if (c->policy && c->policy_state) c->policy->destroy(c->policy_state);
+    free(c->rows);
+    free(c->scratch_mask);
+    free(c->scratch_rows);
+    free(c->scratch_victims);
+    free(c->scratch_missing);
+    free(c->scratch_items);
+    pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->txn_mu);
+    pthread_cond_destroy(&c->rows_cv);
+    free(c);
+}
+
+static int validate_placement(const hz_cache_options *o, uint32_t layers, uint32_t experts, uint32_t cap) {
+    uint64_t want = (uint64_t)layers * cap;
+    if (o->initial_placement_count != want)
+        return hz_error(HZ_EINVAL, "initial placement has %u ids, expected layers x capacity = %u x %u = %llu",
+                        o->initial_placement_count, layers, cap, (unsigned long long)want);
+    uint8_t *seen = calloc(experts, 1);
+    if (!seen) return hz_error(HZ_ENOMEM, "out of memory checking the initial placement");
+    int st = HZ_OK;
+    for (uint32_t l = 0; l < layers && !st; l++) {
+        memset(seen, 0, experts);
+        for (uint32_t i = 0; i < cap; i++) {
+            uint32_t e = o->initial_placement[(size_t)l * cap + i];
+            if (e >= experts) {
+                st = hz_error(HZ_ERANGE, "initial placement: layer %u slot %u names expert %u of %u", l, i, e, experts);
+                break;
+            }
+            if (seen[e]) {
+                st = hz_error(HZ_EINVAL, "initial placement: expert %u appears twice in layer %u", e, l);
+                break;
+            }
+            seen[e] = 1;
+        }
+    }
+    free(seen);
+    return st;
+}
+
+int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_options *opts, hz_cache **out) {
+    if (out) *out = NULL;
+    if (!backing || !device || !out) return hz_error(HZ_EINVAL, "hz_cache_create: backing, device and out must not be NULL");
+    hz_cache_options o;
+    hz_cache_options_init(&o);
+    if (opts) {
+        if (opts->struct_size < sizeof(uint32_t))
+            return hz_error(HZ_EINVAL, "hz_cache_create: options struct_size %u too small", opts->struct_size);
+        size_t n = opts->struct_size < sizeof o ? opts->struct_size : sizeof o;
+        memcpy(&o, opts, n);
+        o.struct_size = sizeof o;
+    }
+    const hz_model_config *cfg = hz_backing_config(backing);
+    const hz_expert_layout *layout = hz_backing_expert_layout(backing);
+    if (!cfg || !layout) return hz_error(HZ_EINVAL, "hz_cache_create: backing has no model config or expert layout");
+    uint32_t L = cfg->layers, E = cfg->experts, K = cfg->top_k;
+    uint64_t row_bytes = layout->blob_bytes;
+    if (L == 0 || E == 0 || row_bytes == 0)
+        return hz_error(HZ_EINVAL, "hz_cache_create: backing has %u layers, %u experts, %llu-byte blobs", L, E,
+                        (unsigned long long)row_bytes);
+    uint32_t cap = o.capacity ? o.capacity : E;
+    if (cap > E)
+        return hz_error(HZ_ECAPACITY, "capacity %u is above the %u experts per layer", cap, E);
+    uint32_t spare = o.spare_rows ? o.spare_rows : (K ? K : 1);
+    if (spare < K)
+        return hz_error(HZ_ECAPACITY, "spare rows %u are fewer than the model's top-k %u (a decode group must fit)",
+                        spare, K);
+    uint64_t staging = o.staging_bytes;
+    if (staging == 0 && !hz_mul_ok(row_bytes, 2, &staging))
+        return hz_error(HZ_ECAPACITY, "staging for two %llu-byte blobs overflows", (unsigned long long)row_bytes);
+    if (staging < row_bytes)
+        return hz_error(HZ_ECAPACITY, "staging of %llu bytes is smaller than one expert blob (%llu bytes)",
+                        (unsigned long long)staging, (unsigned long long)row_bytes);
+    if (o.eviction != HZ_EVICT_LRU)
+        return hz_error(HZ_EUNSUPPORTED, "eviction policy %d is not supported (only HZ_EVICT_LRU)", (int)o.eviction);
+    if (o.transport != HZ_TRANSPORT_SERIAL)
+        return hz_error(HZ_EUNSUPPORTED, "transport %d is not supported (only HZ_TRANSPORT_SERIAL)", (int)o.transport);
+    if (o.initial_placement) {
+        int st = validate_placement(&o, L, E, cap);
+        if (st) return st;
+    } else if (o.initial_placement_count) {
+        return hz_error(HZ_EINVAL, "initial_placement_count %u without an initial_placement", o.initial_placement_count);
+    }
+    /* More staging than this many blobs buys nothing for the serial transport's rounds (at most
+     * spare_rows copies each) beyond a faster initial fill. */
+    uint64_t slots64 = staging / row_bytes;
+    uint32_t slots = slots64 > 64 ? 64u : (uint32_t)slots64;
+    uint64_t nrows64 = (uint64_t)L * cap + spare, arena_bytes;
+    if (nrows64 >= HZ_NO_ROW || !hz_mul_ok(nrows64, row_bytes, &arena_bytes))
+        return hz_error(HZ_ECAPACITY, "%llu rows of %llu bytes overflow", (unsigned long long)nrows64,
+                        (unsigned long long)row_bytes);
+
+    hz_cache *c = calloc(1, sizeof *c);
+    if (!c) return hz_error(HZ_ENOMEM, "out of memory for a cache");
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->txn_mu, NULL);
+    pthread_cond_init(&c->rows_cv, NULL);
+    atomic_init(&c->current, NULL);
+    atomic_init(&c->models, 0);
+    atomic_init(&c->state, HZ_CACHE_OK);
+    c->backing = backing;
+    c->device = device;
+    c->be = device->be;
+    c->layers = L;
+    c->experts = E;
+    c->capacity = cap;
+    c->spare_rows = spare;
+    c->top_k = K;
+    c->nrows = (uint32_t)nrows64;
+    c->row_bytes = row_bytes;
+    c->policy = &hz_evict_lru;
+
+    int st = HZ_OK;
+    c->rows = calloc(c->nrows, sizeof *c->rows);
+    c->scratch_mask = calloc(E, 1);
+    c->scratch_rows = calloc(spare, sizeof(uint32_t));
+    c->scratch_victims = calloc(spare, sizeof(uint32_t));
+    c->scratch_missing = calloc(cap, sizeof(uint32_t));
+    c->scratch_items = calloc(spare, sizeof(hz_txn_item));
+    if (!c->rows || !c->scratch_mask || !c->scratch_rows || !c->scratch_victims || !c->scratch_missing ||
+        !c->scratch_items)
+        st = hz_error(HZ_ENOMEM, "out of memory for %u row descriptors", c->nrows);
+    if (!st) st = c->policy->create(L, E, &c->policy_state);
+    if (!st) {
+        st = c->be->ops->mem_alloc(c->be, arena_bytes, (void **)&c->arena);
+        if (st) hz_error_prefix(st, "allocating the row arena (%u rows of %llu bytes)", c->nrows,
+                                (unsigned long long)row_bytes);
+    }
+    if (!st) st = hz_transactor_create(c->be, backing, row_bytes, slots, &c->tx);
+    hz_gen *g = NULL;
+    if (!st) st = gen_alloc(c, &g);
+    hz_txn_item *items = NULL;
+    if (!st) {
+        items = calloc((size_t)L * cap, sizeof *items);
+        if (!items) st = hz_error(HZ_ENOMEM, "out of memory for the initial placement");
+    }
+    if (st) {
+        gen_free(c, g);
+        cache_free(c);
+        return st;
+    }
+
+    /* Generation 1: rows l*cap .. l*cap+cap-1 hold layer l's initial experts; the rest are spares. */
+    for (size_t i = 0; i < (size_t)L * E; i++) g->map[i] = HZ_NO_ROW;
+    for (uint32_t l = 0; l < L; l++)
+        for (uint32_t i = 0; i < cap; i++) {
+            uint32_t r = l * cap + i;
+            uint32_t e = o.initial_placement ? o.initial_placement[(size_t)l * cap + i] : i;
+            c->rows[r] = (hz_row){.state = HZ_ROW_IN_TRANSFER, .layer = l, .expert = e};
+            items[r] = (hz_txn_item){.layer = l, .expert = e, .dst = c->arena + (uint64_t)r * row_bytes};
+        }
+    hz_txn_result res;
+    st = hz_transactor_load(c->tx, items, L * cap, &res);
+    free(items);
+    if (st) {
+        hz_error_prefix(st, "loading the initial placement");
+        gen_free(c, g);
+        cache_free(c);
+        return st;
+    }
+    for (uint32_t l = 0; l < L; l++)
+        for (uint32_t i = 0; i < cap; i++) {
+            uint32_t r = l * cap + i;
+            c->rows[r].state = HZ_ROW_PUBLISHED;
+            c->rows[r].gen_refs = 1;
+            g->map[(size_t)l * E + c->rows[r].expert] = r;
+        }
+    for (uint32_t l = 0; l < L; l++) g->resident[l] = cap;
+    g->id = 1;
+    g->current = 1;
+    c->next_gen_id = 2;
+    c->publications = 1;
+    c->initial_fill_bytes = (uint64_t)L * cap * row_bytes;
+    atomic_store_explicit(&c->current, g, memory_order_release);
+
+#ifdef HZ_INVARIANTS
+    {
+        char why[256];
+        pthread_mutex_lock(&c->txn_mu);
+        pthread_mutex_lock(&c->mu);
+        st = hz_cache_check_invariants_locked(c, 1, NULL, 0, why, sizeof why);
+        pthread_mutex_unlock(&c->mu);
+        pthread_mutex_unlock(&c->txn_mu);
+        if (st) {
+            cache_free(c);
+            return hz_error(HZ_ESTATE, "invariant violated after the initial placement: %s", why);
+        }
+    }
+#endif
+    hz_backing_child_add(backing);
+    hz_device_child_add(device);
+    *out = c;
+    return HZ_OK;
+}
+
+int hz_cache_destroy(hz_cache *cache) {
+    if (!cache) return HZ_OK;
+    pthread_mutex_lock(&cache->mu);
+    uint32_t leases = cache->active_leases;
+    int models = atomic_load(&cache->models);
+    pthread_mutex_unlock(&cache->mu);
+    if (leases > 0) return hz_error(HZ_EBUSY, "hz_cache_destroy: %u lease(s) outstanding", leases);
+    if (models > 0) return hz_error(HZ_EBUSY, "hz_cache_destroy: %d model(s) still use the cache", models);
+    hz_host_backing *b = cache->backing;
+    hz_device *d = cache->device;
+    cache_free(cache);
+    hz_backing_child_remove(b);
+    hz_device_child_remove(d);
+    return HZ_OK;
+}
+
+/* ---- acquire ---------------------------------------------------------------------------------- */
+
+static uint32_t count_spares(const hz_cache *c) {
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < c->nrows; r++)
+        if (c->rows[r].state == HZ_ROW_FREE || c->rows[r].state == HZ_ROW_REUSABLE) n++;
+    return n;
+}
+
+/* Whether `k` spare rows can ever become available without the calling thread releasing a lease:
+ * spares now, plus victims not pinned by a generation on which this thread holds a lease. (Leases of
+ * other threads end eventually; consumer events complete on their own.) mu held. */
+static int progress_possible(hz_cache *c, uint32_t k, uint32_t *out_blocked) {
+    uint8_t *blocked = calloc(c->nrows, 1);
+    if (!blocked) return 1; /* cannot tell: keep waiting rather than fail spuriously */
+    pthread_t self = pthread_self();
+    size_t total = (size_t)c->layers * c->experts;
+    for (hz_gen *g = c->old; g; g = g->next) {
+        int mine = 0;
+        for (hz_generation *l = g->lease_list; l && !mine; l = l->next) mine = pthread_equal(l->owner, self);
+        if (!mine) continue;
+        for (size_t i = 0; i < total; i++)
+            if (g->map[i] != HZ_NO_ROW) blocked[g->map[i]] = 1;
+    }
+    uint32_t potential = 0, nblocked = 0;
+    for (uint32_t r = 0; r < c->nrows; r++) {
+        int s = c->rows[r].state;
+        if (s == HZ_ROW_FREE || s == HZ_ROW_REUSABLE) potential++;
+        else if (s == HZ_ROW_VICTIM_PENDING) {
+            if (blocked[r]) nblocked++;
+            else potential++;
+        }
+    }
+    free(blocked);
+    *out_blocked = nblocked;
+    return potential >= k;
+}
+
+/* Reserves k spare rows into c->scratch_rows, waiting while older generations still pin them. mu held
+ * (released while waiting). */
+static int reserve_rows(hz_cache *c, uint32_t k, uint32_t layer, const uint32_t *experts) {
+    for (;;) {
+        if (is_faulted(c)) return fault_status(c);
+        if (scan_old(c) != HZ_OK) return fault_status(c);
+        if (count_spares(c) >= k) break;
+        uint32_t blocked = 0;
+        if (!progress_possible(c, k, &blocked))
+            return hz_error(HZ_ECAPACITY,
+                            "no spare row can become free for %u miss(es) of layer %u: %u evicted row(s) are "
+                            "pinned by leases this thread still holds; release them before acquiring",
+                            k, layer, blocked);
+        /* Leases ending signal rows_cv; consumer events have no callback, so poll them every ms. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&c->rows_cv, &c->mu, &ts);
+    }
+    uint32_t got = 0;
+    for (uint32_t r = 0; r < c->nrows && got < k; r++) {
+        hz_row *row = &c->rows[r];
+        if (row->state != HZ_ROW_FREE && row->state != HZ_ROW_REUSABLE) continue;
+        row->state = HZ_ROW_RESERVED;
+        row->layer = layer;
+        row->expert = experts[got];
+        c->scratch_rows[got++] = r;
+    }
+    return HZ_OK;
+}
+
+/* Undoes a reservation whose transfers are known to be over (mu held). */
+static void unreserve_rows(hz_cache *c, uint32_t k) {
+    for (uint32_t i = 0; i < k; i++) {
+        hz_row *row = &c->rows[c->scratch_rows[i]];
+        row->state = HZ_ROW_FREE;
+        row->layer = row->expert = 0;
+    }
+}
+
+/* Publishes a generation that adds experts[0..k) of `layer` (now in rows scratch_rows[0..k)) to the
+ * current one, evicting LRU experts of the layer outside the group `group[0..n)` as capacity requires.
+ * Before the pointer swap every failure rolls back; after it only FAULTED remains. mu held. */
+static int publish(hz_cache *c, uint32_t layer, const uint32_t *experts, uint32_t k, const uint32_t *group,
+                   uint32_t n) {
+    hz_gen *cur = atomic_load_explicit(&c->current, memory_order_relaxed);
+    hz_gen *g = NULL;
+    int st = gen_alloc(c, &g);
+    if (st) return st;
+    size_t total = (size_t)c->layers * c->experts;
+    memcpy(g->map, cur->map, total * sizeof *g->map);
+    memcpy(g->resident, cur->resident, c->layers * sizeof *g->resident);
+    uint32_t *lmap = g->map + (size_t)layer * c->experts;
+
+    /* Victims: resident experts of the layer outside the requested group, in policy order. */
+    uint8_t *cand = c->scratch_mask;
+    for (uint32_t e = 0; e < c->experts; e++) cand[e] = lmap[e] != HZ_NO_ROW;
+    for (uint32_t i = 0; i < n; i++) cand[group[i]] = 0;
+    uint32_t need = g->resident[layer] + k > c->capacity ? g->resident[layer] + k - c->capacity : 0;
+    for (uint32_t v = 0; v < need; v++) {
+        uint32_t e = c->policy->victim(c->policy_state, layer, cand, c->experts);
+        if (e == HZ_NO_EXPERT || e >= c->experts || !cand[e]) {
+            gen_free(c, g);
+            return hz_error(HZ_ESTATE, "eviction policy found no victim in layer %u (%u needed)", layer, need);
+        }
+        cand[e] = 0;
+        c->scratch_victims[v] = e;
+    }
+    /* Commit: nothing below can fail before the swap. */
+    for (uint32_t v = 0; v < need; v++) {
+        uint32_t e = c->scratch_victims[v];
+        c->rows[lmap[e]].state = HZ_ROW_VICTIM_PENDING;
+        lmap[e] = HZ_NO_ROW;
+    }
+    g->resident[layer] -= need;
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t r = c->scratch_rows[i];
+        lmap[experts[i]] = r;
+        c->rows[r].state = HZ_ROW_PUBLISHED;
+    }
+    g->resident[layer] += k;
+    for (size_t i = 0; i < total; i++)
+        if (g->map[i] != HZ_NO_ROW) c->rows[g->map[i]].gen_refs++;
+    g->id = c->next_gen_id++;
+    g->current = 1;
+    cur->current = 0;
+    cur->next = c->old;
+    c->old = cur;
+    /* The publication: one store; every acquire after it (under mu) sees the new generation. */
+    atomic_store_explicit(&c->current, g, memory_order_release);
+    c->publications++;
+    c->evictions += need;
+
+    if (cur->leases == 0) {
+        old_unlink(c, cur);
+        int r = gen_try_retire(c, cur);
+        if (r == 0) {
+            cur->next = c->old;
+            c->old = cur;
+        } else if (r < 0) {
+            cur->next = c->old;
+            c->old = cur;
+            return HZ_EFAULTED;
+        }
+    }
+#ifdef HZ_INVARIANTS
+    {
+        char why[256];
+        if (hz_cache_check_invariants_locked(c, 1, c->scratch_rows, k, why, sizeof why) != HZ_OK)
+            return set_faulted(c, "invariant violated after publishing generation %llu: %s",
+                               (unsigned long long)g->id, why);
+    }
+#endif
+    return HZ_OK;
+}
+
+/* Under HZ_INVARIANTS an acquire checks that every row it hands out is published and holds the
+ * expected expert: a reader never sees a row that is reserved or in transfer. mu held. */
+static int check_handout(hz_cache *c, const hz_gen *g, uint32_t layer, const uint32_t *experts, uint32_t n) {
+#ifdef HZ_INVARIANTS
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t r = g->map[(size_t)layer * c->experts + experts[i]];
+        const hz_row *row = r < c->nrows ? &c->rows[r] : NULL;
+        if (!row || row->state != HZ_ROW_PUBLISHED || row->layer != layer || row->expert != experts[i])
+            return set_faulted(c, "invariant violated: acquire of layer %u expert %u in generation %llu "
+                                  "would hand out row %u in state %s",
+                               layer, experts[i], (unsigned long long)g->id, r,
+                               row ? hz_row_state_name(row->state) : "out of range");
+    }
+#else
+    (void)c; (void)g; (void)layer; (void)experts; (void)n;
+#endif
+    return HZ_OK;
+}
+
+static int validate_group(const hz_cache *c, uint32_t layer, const uint32_t *experts, uint32_t n) {
+    if (layer >= c->layers) return hz_error(HZ_ERANGE, "layer %u out of range (%u routed layers)", layer, c->layers);
+    if (n == 0) return hz_error(HZ_EINVAL, "empty expert group");
+    for (uint32_t i = 0; i < n; i++)
+        if (experts[i] >= c->experts)
+            return hz_error(HZ_ERANGE, "expert %u out of range (%u experts per layer)", experts[i], c->experts);
+    if (n > c->capacity)
+        return hz_error(HZ_ECAPACITY, "group of %u experts is above the capacity of %u per layer", n, c->capacity);
+    /* n <= capacity <= experts: a quadratic scan is cheaper than a mask for top-k sized groups. */
+    for (uint32_t i = 1; i < n; i++)
+        for (uint32_t j = 0; j < i; j++)
+            if (experts[i] == experts[j])
+                return hz_error(HZ_EINVAL, "expert %u appears twice in the group (positions %u and %u)", experts[i], j, i);
+    return HZ_OK;
+}
+
+static int finish_lease(hz_cache *c, hz_generation *lease, hz_generation **out) {
+    int st = hz_lease_registry_add(lease);
+    if (st) {
+        pthread_mutex_lock(&c->mu);
+        lease_detach(c, lease);
+        hz_gen *g = lease->gen;
+        if (!g->current && g->leases == 0) pthread_cond_broadcast(&c->rows_cv);
+        pthread_mutex_unlock(&c->mu);
+        free(lease);
+        return st;
+    }
+    *out = lease;
+    return HZ_OK;
+}
+
+int hz_generation_acquire(hz_cache *c, uint32_t layer, const uint32_t *experts, uint32_t n, hz_generation **out) {
+    if (out) *out = NULL;
+    if (!c || !experts || !out) return hz_error(HZ_EINVAL, "hz_generation_acquire: NULL argument");
+    if (is_faulted(c)) return fault_status(c);
+    int st = validate_group(c, layer, experts, n);
+    if (st) return st;
+    hz_generation *lease = malloc(sizeof *lease);
+    if (!lease) return hz_error(HZ_ENOMEM, "out of memory for a lease");
+
+    /* Fast path: every expert is resident in the current generation. */
+    pthread_mutex_lock(&c->mu);
+    if (is_faulted(c)) {
+        pthread_mutex_unlock(&c->mu);
+        free(lease);
+        return fault_status(c);
+    }
+    hz_gen *g = atomic_load_explicit(&c->current, memory_order_relaxed);
+    const uint32_t *lmap = g->map + (size_t)layer * c->experts;
+    uint32_t nmiss = 0;
+    for (uint32_t i = 0; i < n; i++) nmiss += lmap[experts[i]] == HZ_NO_ROW;
+    if (nmiss == 0) {
+        st = check_handout(c, g, layer, experts, n);
+        if (!st) {
+            c->policy->touch(c->policy_state, layer, experts, n);
+            c->acquires++;
+            c->hits += n;
+            lease_attach(c, g, lease, layer);
+        }
+        pthread_mutex_unlock(&c->mu);
+        if (st) {
+            free(lease);
+            return st;
+        }
+        return finish_lease(c, lease, out);
+    }
+    pthread_mutex_unlock(&c->mu);
+
+    /* Miss transaction, serialized. Each round loads up to spare_rows missing experts and publishes
+     * one generation; the group's experts are never chosen as victims, so rounds only add to it. */
+    pthread_mutex_lock(&c->txn_mu);
+    double t0 = hz_now_seconds();
+    uint32_t missed = 0;
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        if (is_faulted(c)) {
+            st = fault_status(c);
+            pthread_mutex_unlock(&c->mu);
+            break;
+        }
+        g = atomic_load_explicit(&c->current, memory_order_relaxed);
+        lmap = g->map + (size_t)layer * c->experts;
+        uint32_t *missing = c->scratch_missing;
+        nmiss = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (lmap[experts[i]] == HZ_NO_ROW) missing[nmiss++] = experts[i];
+        if (nmiss == 0) {
+            st = check_handout(c, g, layer, experts, n);
+            if (!st) {
+                c->policy->touch(c->policy_state, layer, experts, n);
+                c->acquires++;
+                c->hits += n - missed;
+                c->misses += missed;
+                lease_attach(c, g, lease, layer);
+            }
+            pthread_mutex_unlock(&c->mu);
+            break;
+        }
+        uint32_t k = nmiss < c->spare_rows ? nmiss : c->spare_rows;
+        st = reserve_rows(c, k, layer, missing);
+        if (st) {
+            pthread_mutex_unlock(&c->mu);
+            break;
+        }
+        for (uint32_t i = 0; i < k; i++) {
+            c->rows[c->scratch_rows[i]].state = HZ_ROW_IN_TRANSFER;
+            c->scratch_items[i] = (hz_txn_item){.layer = layer, .expert = missing[i],
+                                                .dst = c->arena + (uint64_t)c->scratch_rows[i] * c->row_bytes};
+        }
+        c->in_txn = 1;
+        pthread_mutex_unlock(&c->mu);
+
+        hz_txn_result res;
+        st = hz_transactor_load(c->tx, c->scratch_items, k, &res);
+
+        pthread_mutex_lock(&c->mu);
+        c->in_txn = 0;
+        if (st) {
+            c->failed_txns++;
+            if (res.drained) {
+                /* Nothing was published and no copy is still running: the rows are spares again and
+                 * the current generation never stopped being authoritative. */
+                unreserve_rows(c, k);
+                int mapped = st == HZ_EDEVICE || st == HZ_EIO || st == HZ_ENOMEM || st == HZ_ERANGE ? st : HZ_EDEVICE;
+                st = hz_error_prefix(mapped, "miss transaction for layer %u (%u expert(s)) failed before "
+                                             "publication; generation %llu stays current",
+                                     layer, k, (unsigned long long)g->id);
+            } else {
+                /* A copy may still write rows we can no longer account for. */
+                char msg[512];
+                snprintf(msg, sizeof msg, "%s", hz_last_error_message());
+                st = set_faulted(c, "miss transaction for layer %u: %s", layer, msg);
+            }
+            pthread_mutex_unlock(&c->mu);
+            break;
+        }
+        st = publish(c, layer, missing, k, experts, n);
+        if (st == HZ_EFAULTED) {
+            st = fault_status(c);
+        } else if (st) {
+            /* gen_alloc or the policy failed before the swap: the copies are complete, so roll back. */
+            c->failed_txns++;
+            unreserve_rows(c, k);
+        } else {
+            missed += k;
+            c->rounds++;
+        }
+        pthread_mutex_unlock(&c->mu);
+        if (st) break;
+    }
+    if (missed > 0) {
+        uint64_t us = (uint64_t)((hz_now_seconds() - t0) * 1e6 + 0.5);
+        pthread_mutex_lock(&c->mu);
+        c->miss_txns++;
+        c->lat_sum_us += us;
+        if (us > c->lat_max_us) c->lat_max_us = us;
+        pthread_mutex_unlock(&c->mu);
+    }
+    pthread_mutex_unlock(&c->txn_mu);
+    if (st) {
+        free(lease);
+        return st;
+    }
+    return finish_lease(c, lease, out);
+}
+
+/* ---- release and getters ---------------------------------------------------------------------- */
+
+int hz_generation_release(hz_generation *lease, hz_event *consumer_done) {
+    if (!lease) return hz_error(HZ_EINVAL, "hz_generation_release: NULL lease");
+    /* Nothing reads through `lease` until the registry vouches for it. */
+    if (!hz_lease_registry_take(lease))
+        return hz_error(HZ_EINVAL, "hz_generation_release: %p is not a live lease (already released, or not "
+                                   "returned by hz_generation_acquire)", (void *)lease);
+    hz_cache *c = lease->cache;
+    if (consumer_done && consumer_done->device != c->device) {
+        /* The slot this lease just vacated is still allocated, so re-adding cannot fail. */
+        hz_lease_registry_add(lease);
+        return hz_error(HZ_EINVAL, "hz_generation_release: the consumer event belongs to device %s, the cache "
+                                   "to device %s", hz_device_name(consumer_done->device), hz_device_name(c->device));
+    }
+    int st = HZ_OK;
+    pthread_mutex_lock(&c->mu);
+    hz_gen *g = lease->gen;
+    if (!is_faulted(c) && consumer_done) {
+        /* The generation keeps one event, re-recorded on the compute queue after this consumer's: the
+         * queue is in order, so its newest record completes after every consumer released so far. */
+        st = c->be->ops->queue_wait_event(c->be, HZ_QUEUE_COMPUTE, consumer_done->ev);
+        if (!st) st = c->be->ops->event_record(c->be, g->consumer, HZ_QUEUE_COMPUTE);
+        if (st) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", hz_last_error_message());
+            st = set_faulted(c, "cannot track the consumer of generation %llu: %s", (unsigned long long)g->id, msg);
+        } else {
+            g->consumer_recorded = 1;
+        }
+    }
+    lease_detach(c, lease);
+    if (!is_faulted(c) && !g->current && g->leases == 0) {
+        old_unlink(c, g);
+        int r = gen_try_retire(c, g);
+        if (r <= 0) {
+            g->next = c->old;
+            c->old = g;
+        }
+        if (r < 0) st = HZ_EFAULTED;
+        pthread_cond_broadcast(&c->rows_cv);
+    }
+    if (is_faulted(c)) st = fault_status(c);
+    pthread_mutex_unlock(&c->mu);
+    hz_lease_memory_retire(lease);
+    return st;
+}
+
+uint64_t hz_generation_id(const hz_generation *lease) { return lease ? lease->gen->id : 0; }
+
+uint32_t hz_generation_layer(const hz_generation *lease) { return lease ? lease->layer : 0; }
+
+int hz_generation_row(const hz_generation *lease, uint32_t expert, uint32_t *out_row, const void **out_address) {
+    if (out_row) *out_row = 0;
+    if (out_address) *out_address = NULL;
+    if (!lease) return hz_error(HZ_EINVAL, "hz_generation_row: NULL lease");
+    const hz_cache *c = lease->cache;
+    if (is_faulted(c)) return fault_status(c);
+    if (expert >= c->experts)
+        return hz_error(HZ_ERANGE, "expert %u out of range (%u experts per layer)", expert, c->experts);
+    /* The map is immutable and the lease keeps the generation alive: no lock needed. */
+    uint32_t r = lease->gen->map[(size_t)lease->layer * c->experts + expert];
+    if (r == HZ_NO_ROW)
+        return hz_error(HZ_ERANGE, "expert %u of layer %u is not resident in generation %llu", expert,
+                        lease->layer, (unsigned long long)lease->gen->id);
+    if (out_row) *out_row = r;
+    if (out_address) *out_address = c->arena + (uint64_t)r * c->row_bytes;
+    return HZ_OK;
+}
+
+/* ---- module calls ---------------------------------------------------------------------------- */
+
+int hz_cache_check_model_use(const hz_cache *cache, const hz_host_backing *backing, const hz_device *device) {
+    if (!cache) return hz_error(HZ_EINVAL, "NULL cache");
+    if (cache->backing != backing) return hz_error(HZ_EINVAL, "the cache was created on another host backing");
+    if (cache->device != device)
+        return hz_error(HZ_EINVAL, "the cache was created on device %s, not %s", hz_device_name(cache->device),
+                        device ? hz_device_name(device) : "(null)");
+    if (is_faulted(cache)) return fault_status(cache);
+    return HZ_OK;
+}
+
+int hz_cache_group_limit(const hz_cache *cache, uint32_t *out) {
+    if (!cache || !out) return hz_error(HZ_EINVAL, "hz_cache_group_limit: NULL argument");
+    *out = cache->capacity;
+    return HZ_OK;
+}
+
+void hz_cache_model_add(hz_cache *cache) { atomic_fetch_add(&cache->models, 1); }
+
+void hz_cache_model_remove(hz_cache *cache) { atomic_fetch_sub(&cache->models, 1); }
+
+void hz_cache_row_counts(hz_cache *c, uint32_t counts[HZ_ROW_STATE_COUNT]) {
+    for (int s = 0; s < HZ_ROW_STATE_COUNT; s++) counts[s] = 0;
+    for (uint32_t r = 0; r < c->nrows; r++)
+        if (c->rows[r].state < HZ_ROW_STATE_COUNT) counts[c->rows[r].state]++;
+}
+
+hz_transactor *hz_cache_transactor(hz_cache *c) { return c ? c->tx : NULL; }
+
+/* ---- observations ----------------------------------------------------------------------------- */
+
+int hz_cache_stats_json(hz_cache *c, char **out) {
+    if (out) *out = NULL;
+    if (!c || !out) return hz_error(HZ_EINVAL, "hz_cache_stats_json: NULL argument");
+    hz_txn_stats ts;
+    hz_transactor_stats(c->tx, &ts);
+    uint32_t counts[HZ_ROW_STATE_COUNT];
+    pthread_mutex_lock(&c->mu);
+    hz_gen *g = atomic_load_explicit(&c->current, memory_order_relaxed);
+    uint64_t gen_id = g->id;
+    uint32_t live = 1;
+    for (hz_gen *o = c->old; o; o = o->next) live++;
+    hz_cache_row_counts(c, counts);
+    uint64_t acquires = c->acquires, hits = c->hits, misses = c->misses, pubs = c->publications;
+    uint64_t evictions = c->evictions, retired = c->retired_rows, rounds = c->rounds, failed = c->failed_txns;
+    uint64_t miss_txns = c->miss_txns, lat_sum = c->lat_sum_us, lat_max = c->lat_max_us;
+    uint32_t leases = c->active_leases;
+    int faulted = is_faulted(c);
+    char fault_msg[sizeof c->fault_msg];
+    snprintf(fault_msg, sizeof fault_msg, "%s", c->fault_msg);
+    pthread_mutex_unlock(&c->mu);
+
+    hz_backend *be = c->be;
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return hz_error(HZ_ENOMEM, "out of memory building cache stats");
+    cJSON_AddStringToObject(j, "contract", "resident-qpacked-cache-v1");
+    cJSON_AddStringToObject(j, "state", faulted ? "FAULTED" : "OK");
+    if (faulted) cJSON_AddStringToObject(j, "fault", fault_msg);
+    cJSON_AddNumberToObject(j, "generation", (double)gen_id);
+    cJSON_AddStringToObject(j, "device", be->name);
+    cJSON_AddStringToObject(j, "eviction", c->policy->name);
+    cJSON_AddStringToObject(j, "transport", "serial");
+    cJSON_AddNumberToObject(j, "layers", c->layers);
+    cJSON_AddNumberToObject(j, "experts", c->experts);
+    cJSON_AddNumberToObject(j, "capacity", c->capacity);
+    cJSON_AddNumberToObject(j, "spare_rows", c->spare_rows);
+    cJSON_AddNumberToObject(j, "row_bytes", (double)c->row_bytes);
+    cJSON_AddNumberToObject(j, "acquires", (double)acquires);
+    cJSON_AddNumberToObject(j, "hits", (double)hits);
+    cJSON_AddNumberToObject(j, "misses", (double)misses);
+    cJSON_AddNumberToObject(j, "h2d_bytes", (double)ts.h2d_bytes);
+    cJSON_AddNumberToObject(j, "h2d_copies", (double)ts.h2d_copies);
+    cJSON_AddNumberToObject(j, "initial_fill_bytes", (double)c->initial_fill_bytes);
+    cJSON_AddNumberToObject(j, "expert_d2h_bytes", (double)atomic_load(&be->bytes[HZ_D2H][HZ_PURPOSE_EXPERT]));
+    cJSON_AddNumberToObject(j, "verify_d2h_bytes", (double)atomic_load(&be->bytes[HZ_D2H][HZ_PURPOSE_VERIFY]));
+    cJSON_AddNumberToObject(j, "backing_writes", 0);
+    cJSON_AddNumberToObject(j, "request_source_reads", 0);
+    cJSON_AddNumberToObject(j, "request_hashing", 0);
+    cJSON_AddNumberToObject(j, "publications", (double)pubs);
+    cJSON_AddNumberToObject(j, "rounds", (double)rounds);
+    cJSON_AddNumberToObject(j, "failed_transactions", (double)failed);
+    cJSON_AddNumberToObject(j, "evictions", (double)evictions);
+    cJSON_AddNumberToObject(j, "retired_rows", (double)retired);
+    cJSON_AddNumberToObject(j, "staging_bytes", (double)ts.staging_bytes);
+    cJSON_AddNumberToObject(j, "staging_slots", ts.slots);
+    cJSON_AddNumberToObject(j, "staging_slots_busy", ts.slots_busy);
+    cJSON_AddNumberToObject(j, "staging_high_water", (double)ts.staging_high_water);
+    cJSON *lat = cJSON_AddObjectToObject(j, "miss_latency_us");
+    cJSON_AddNumberToObject(lat, "count", (double)miss_txns);
+    if (miss_txns) {
+        cJSON_AddNumberToObject(lat, "mean", (double)lat_sum / (double)miss_txns);
+        cJSON_AddNumberToObject(lat, "max", (double)lat_max);
+    } else {
+        cJSON_AddNullToObject(lat, "mean");
+        cJSON_AddNullToObject(lat, "max");
+    }
+    cJSON_AddNumberToObject(j, "leases_active", leases);
+    cJSON_AddNumberToObject(j, "generations_live", live);
+    cJSON *rows = cJSON_AddObjectToObject(j, "rows");
+    for (int s = 0; s < HZ_ROW_STATE_COUNT; s++) cJSON_AddNumberToObject(rows, hz_row_state_name(s), counts[s]);
+#ifdef HZ_INVARIANTS
+    cJSON_AddTrueToObject(j, "invariant_checker");
+#else
+    cJSON_AddFalseToObject(j, "invariant_checker");
+#endif
+    cJSON *notes = cJSON_AddObjectToObject(j, "notes");
+    cJSON_AddStringToObject(notes, "backing_writes",
+                            "structural zero, not a counter: the backing's routed region is mprotect'ed read-only, "
+                            "so a write would fault instead of passing, and eviction never copies back");
+    cJSON_AddStringToObject(notes, "request_source_reads",
+                            "structural zero: the cache copies experts only from the in-memory backing and holds "
+                            "no file handle");
+    cJSON_AddStringToObject(notes, "request_hashing", "structural zero: the request path computes no hash");
+    cJSON_AddStringToObject(notes, "expert_d2h_bytes",
+                            "observed: the device's D2H byte counter for purpose 'expert' (device-wide)");
+    cJSON_AddStringToObject(notes, "verify_d2h_bytes",
+                            "invariant-checker row reads, counted under purpose 'verify', apart from expert D2H");
+    cJSON_AddStringToObject(notes, "h2d_bytes", "this cache's expert H2D copies, including the initial fill");
+    cJSON_AddStringToObject(notes, "hits_misses", "per expert of each successful acquire");
+    cJSON_AddStringToObject(notes, "miss_latency_us",
+                            "per acquire that loaded experts: from taking the transaction lock to the last "
+                            "publication (includes waiting for spare rows)");
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!s) return hz_error(HZ_ENOMEM, "out of memory printing cache stats");
+    *out = s;
+    return HZ_OK;
+}

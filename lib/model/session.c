@@ -1,0 +1,168 @@
+/* hz_session: FP16 KV cache, position, sampler; prefill, decode and the public session calls. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+#include "model.h"
+
+HZ_EXPORT void hz_session_options_init(hz_session_options *opts) {
+    if (!opts) return;
+    memset(opts, 0, sizeof *opts);
+    opts->struct_size = (uint32_t)sizeof *opts;
+}
+
+HZ_EXPORT void hz_sampler_options_init(hz_sampler_options *opts) {
+    if (!opts) return;
+    memset(opts, 0, sizeof *opts);
+    opts->struct_size = (uint32_t)sizeof *opts;
+    opts->temperature = 0.0f;
+    opts->top_k = 0;
+    opts->top_p = 1.0f;
+    opts->seed = 0;
+}
+
+static void session_free(hz_session *s) {
+    hz_sampler_free(&s->sampler);
+    hz_run_state_free(&s->rs);
+    free(s->kcache);
+    free(s->vcache);
+    free(s->logits);
+    free(s);
+}
+
+HZ_EXPORT int hz_session_create(hz_model *model, const hz_session_options *opts, hz_session **out) {
+    if (out) *out = NULL;
+    if (!model || !out) return hz_error(HZ_EINVAL, "hz_session_create: model and out must not be NULL");
+    hz_session_options o;
+    hz_session_options_init(&o);
+    if (opts) {
+        if (opts->struct_size < sizeof(uint32_t))
+            return hz_error(HZ_EINVAL, "hz_session_create: options struct_size %u too small", opts->struct_size);
+        size_t n = opts->struct_size < sizeof o ? opts->struct_size : sizeof o;
+        memcpy(&o, opts, n);
+    }
+    const hz_model_config *c = &model->cfg;
+    uint32_t ctx = o.max_context ? o.max_context : c->max_pos;
+    if (ctx > c->max_pos)
+        return hz_error(HZ_ERANGE, "hz_session_create: max_context %u above the model's %u", ctx, c->max_pos);
+    uint64_t kv_elems;
+    if (!hz_mul_ok((uint64_t)c->layers * ctx, (uint64_t)c->kv_heads * c->head_dim, &kv_elems) ||
+        kv_elems > SIZE_MAX / 2u)
+        return hz_error(HZ_ENOMEM, "hz_session_create: KV cache of %u tokens too large", ctx);
+
+    hz_session *s = hz_calloc(1, sizeof *s);
+    if (!s) return HZ_ENOMEM;
+    s->model = model;
+    s->max_context = ctx;
+    s->kcache = hz_malloc((size_t)kv_elems * sizeof(hz_f16));
+    s->vcache = s->kcache ? hz_malloc((size_t)kv_elems * sizeof(hz_f16)) : NULL;
+    s->logits = s->vcache ? hz_calloc(c->vocab, sizeof(float)) : NULL;
+    int st = s->logits ? hz_sampler_init(&s->sampler, c->vocab) : HZ_ENOMEM;
+    if (!st) st = hz_run_state_reserve(s, 1);
+    if (st) {
+        session_free(s);
+        return st;
+    }
+    atomic_fetch_add(&model->sessions, 1);
+    *out = s;
+    return HZ_OK;
+}
+
+HZ_EXPORT void hz_session_destroy(hz_session *s) {
+    if (!s) return;
+    atomic_fetch_sub(&s->model->sessions, 1);
+    session_free(s);
+}
+
+HZ_EXPORT int hz_session_reset(hz_session *s) {
+    if (!s) return hz_error(HZ_EINVAL, "hz_session_reset: NULL session");
+    s->pos = 0;
+    s->have_logits = 0;
+    hz_sampler_restart(&s->sampler);
+    return HZ_OK;
+}
+
+HZ_EXPORT int hz_session_set_sampler(hz_session *s, const hz_sampler_options *opts) {
+    if (!s) return hz_error(HZ_EINVAL, "hz_session_set_sampler: NULL session");
+    return hz_sampler_configure(&s->sampler, opts);
+}
+
+HZ_EXPORT uint32_t hz_session_position(const hz_session *s) { return s ? s->pos : 0; }
+
+/* Validates, runs, advances. Nothing runs when the input is rejected; on a failure during the run the
+ * position stays where it was (the K/V written for the failed tokens is overwritten by the next run)
+ * and no logits are readable. */
+static int run(hz_session *s, const int32_t *tokens, uint32_t n, int32_t *out_next, int decode) {
+    const char *what = decode ? "hz_decode_step" : "hz_prefill";
+    if (out_next) *out_next = 0;
+    if (!s || !tokens) return hz_error(HZ_EINVAL, "%s: NULL argument", what);
+    if (n == 0) return hz_error(HZ_EINVAL, "%s: zero tokens to run", what);
+    const uint32_t V = s->model->cfg.vocab;
+    for (uint32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || (uint32_t)tokens[i] >= V) {
+            if (decode)
+                return hz_error(HZ_ERANGE, "%s: token %d is outside the vocabulary [0, %u)", what,
+                                (int)tokens[i], V);
+            return hz_error(HZ_ERANGE, "%s: token %u of %u is %d, outside the vocabulary [0, %u)", what, i, n,
+                            (int)tokens[i], V);
+        }
+    if (n > s->max_context - s->pos)
+        return hz_error(HZ_ERANGE, "%s: %u token(s) at position %u exceed the session's max_context %u",
+                        what, n, s->pos, s->max_context);
+    double t0 = hz_now_seconds();
+    s->have_logits = 0;
+    int st = hz_forward(s, tokens, n);
+    if (st) return st;
+    s->pos += n;
+    s->have_logits = 1;
+    int32_t next = hz_sampler_sample(&s->sampler, s->logits, V);
+    double dt = hz_now_seconds() - t0;
+    if (decode) {
+        s->tokens_decoded += n;
+        s->decode_calls++;
+        s->decode_seconds += dt;
+    } else {
+        s->tokens_prefilled += n;
+        s->prefill_calls++;
+        s->prefill_seconds += dt;
+    }
+    if (out_next) *out_next = next;
+    return HZ_OK;
+}
+
+HZ_EXPORT int hz_prefill(hz_session *s, const int32_t *tokens, uint32_t n, int32_t *out_next) {
+    return run(s, tokens, n, out_next, 0);
+}
+
+HZ_EXPORT int hz_decode_step(hz_session *s, int32_t token, int32_t *out_next) {
+    return run(s, &token, 1, out_next, 1);
+}
+
+HZ_EXPORT int hz_session_logits(const hz_session *s, const float **out, uint32_t *out_count) {
+    if (out) *out = NULL;
+    if (out_count) *out_count = 0;
+    if (!s || !out) return hz_error(HZ_EINVAL, "hz_session_logits: NULL argument");
+    if (!s->have_logits) return hz_error(HZ_ESTATE, "hz_session_logits: no token has been run since the last reset");
+    *out = s->logits;
+    if (out_count) *out_count = s->model->cfg.vocab;
+    return HZ_OK;
+}
+
+HZ_EXPORT int hz_session_stats_json(const hz_session *s, char **out) {
+    if (out) *out = NULL;
+    if (!s || !out) return hz_error(HZ_EINVAL, "hz_session_stats_json: NULL argument");
+    char buf[512];
+    int n = snprintf(buf, sizeof buf,
+                     "{\"position\":%u,\"max_context\":%u,\"tokens_prefilled\":%llu,\"prefill_calls\":%llu,"
+                     "\"prefill_seconds\":%.6f,\"tokens_decoded\":%llu,\"decode_calls\":%llu,"
+                     "\"decode_seconds\":%.6f}",
+                     s->pos, s->max_context, (unsigned long long)s->tokens_prefilled,
+                     (unsigned long long)s->prefill_calls, s->prefill_seconds,
+                     (unsigned long long)s->tokens_decoded, (unsigned long long)s->decode_calls,
+                     s->decode_seconds);
+    if (n < 0 || (size_t)n >= sizeof buf) return hz_error(HZ_ENOMEM, "hz_session_stats_json: formatting failed");
+    *out = hz_strdup(buf);
+    return *out ? HZ_OK : HZ_ENOMEM;
+}

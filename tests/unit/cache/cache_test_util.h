@@ -1,0 +1,124 @@
+/* Shared helpers of the cache tests: synthetic backings, devices, stats lookups, row checks. */
+#ifndef HZ_CACHE_TEST_UTIL_H
+#define HZ_CACHE_TEST_UTIL_H
+
+#include <cjson/cJSON.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <xxhash.h>
+
+#include "backend/backend.h"
+#include "backend/backend_fault.h"
+#include "backing/backing.h"
+#include "cache/cache_internal.h"
+
+static inline hz_model_config tu_config(uint32_t layers, uint32_t experts, uint32_t top_k, uint32_t hidden,
+                                        uint32_t inter) {
+    hz_model_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.arch = HZ_ARCH_OLMOE;
+    cfg.hidden = hidden;
+    cfg.layers = layers;
+    cfg.heads = 4;
+    cfg.kv_heads = 4;
+    cfg.head_dim = hidden / 4;
+    cfg.vocab = 256;
+    cfg.experts = experts;
+    cfg.top_k = top_k;
+    cfg.expert_inter = inter;
+    cfg.max_pos = 128;
+    cfg.rope_theta = 10000.0f;
+    cfg.rms_eps = 1e-5f;
+    cfg.qk_norm = 1;
+    cfg.eos = -1;
+    cfg.bos = -1;
+    cfg.pad = -1;
+    cfg.torch_dtype = HZ_DTYPE_BF16;
+    return cfg;
+}
+
+static inline hz_host_backing *tu_backing(uint32_t layers, uint32_t experts, uint32_t top_k, uint64_t seed) {
+    hz_model_config cfg = tu_config(layers, experts, top_k, 256, 128);
+    hz_host_backing *b = NULL;
+    int st = hz_backing_create_synthetic(&cfg, seed, &b);
+    if (st) fprintf(stderr, "synthetic backing: %s: %s\n", hz_status_name(st), hz_last_error_message());
+    assert_int_equal(st, HZ_OK);
+    return b;
+}
+
+static inline uint64_t tu_routed_hash(const hz_host_backing *b) {
+    uint64_t n = 0;
+    const uint8_t *p = hz_backing_routed_region(b, &n);
+    assert_non_null(p);
+    return XXH3_64bits(p, (size_t)n);
+}
+
+static inline uint64_t tu_row_bytes(const hz_host_backing *b) { return hz_backing_expert_layout(b)->blob_bytes; }
+
+/* A device whose backend is the fault wrapper around a cpu backend; *out_fault is the wrapper. */
+static inline hz_device *tu_fault_device(hz_backend **out_fault) {
+    hz_backend *cpu = NULL, *fault = NULL;
+    assert_int_equal(hz_backend_cpu_create(&cpu), HZ_OK);
+    assert_int_equal(hz_backend_fault_create(cpu, &fault), HZ_OK);
+    hz_device *d = NULL;
+    assert_int_equal(hz_device_wrap(fault, &d), HZ_OK);
+    *out_fault = fault;
+    return d;
+}
+
+/* A stats field; nested keys with '.', e.g. "rows.free" or "miss_latency_us.count". -1 when absent. */
+static inline double tu_stat(hz_cache *c, const char *key) {
+    char *s = NULL;
+    assert_int_equal(hz_cache_stats_json(c, &s), HZ_OK);
+    cJSON *j = cJSON_Parse(s);
+    assert_non_null(j);
+    hz_free(s);
+    char path[128];
+    snprintf(path, sizeof path, "%s", key);
+    cJSON *node = j;
+    for (char *tok = strtok(path, "."); tok && node; tok = strtok(NULL, ".")) node = cJSON_GetObjectItemCaseSensitive(node, tok);
+    double v = (node && cJSON_IsNumber(node)) ? node->valuedouble : -1.0;
+    cJSON_Delete(j);
+    return v;
+}
+
+static inline void tu_stat_str(hz_cache *c, const char *key, char *buf, size_t n) {
+    char *s = NULL;
+    assert_int_equal(hz_cache_stats_json(c, &s), HZ_OK);
+    cJSON *j = cJSON_Parse(s);
+    assert_non_null(j);
+    hz_free(s);
+    cJSON *node = cJSON_GetObjectItemCaseSensitive(j, key);
+    snprintf(buf, n, "%s", (node && cJSON_IsString(node)) ? node->valuestring : "");
+    cJSON_Delete(j);
+}
+
+/* Every expert of the lease's group is in a row holding exactly its backing bytes (cpu backend: the row
+ * address is host memory). */
+static inline void tu_check_rows(const hz_host_backing *b, hz_generation *lease, const uint32_t *experts, uint32_t n) {
+    uint32_t layer = hz_generation_layer(lease);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t row = 0;
+        const void *addr = NULL;
+        assert_int_equal(hz_generation_row(lease, experts[i], &row, &addr), HZ_OK);
+        assert_non_null(addr);
+        const uint8_t *blob = hz_backing_expert_blob(b, layer, experts[i]);
+        assert_non_null(blob);
+        assert_memory_equal(addr, blob, (size_t)tu_row_bytes(b));
+    }
+}
+
+static inline void tu_check_invariants(hz_cache *c) {
+    char why[256] = "";
+    int st = hz_cache_check_invariants(c, 1, why, sizeof why);
+    if (st) fprintf(stderr, "invariant violated: %s\n", why);
+    assert_int_equal(st, HZ_OK);
+}
+
+#endif

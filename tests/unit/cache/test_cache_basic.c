@@ -1,0 +1,563 @@
+/* The cache contract without threads: creation, bad input, lifetimes, row contents, rounds, LRU, and the
+ * device / cpu backend underneath. */
+#include <pthread.h>
+#include <unistd.h>
+
+#include "cache_test_util.h"
+
+typedef struct fixture {
+    hz_host_backing *b;
+    hz_device *d;
+    hz_cache *c;
+    uint64_t hash0;
+} fixture;
+
+/* 3 layers, 16 experts, top-4; capacity 4, default spares (4) and staging (2 blobs). */
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    f->b = tu_backing(3, 16, 4, 11);
+    f->hash0 = tu_routed_hash(f->b);
+    assert_int_equal(hz_device_open("cpu", &f->d), HZ_OK);
+    hz_cache_options o;
+    hz_cache_options_init(&o);
+    o.capacity = 4;
+    assert_int_equal(hz_cache_create(f->b, f->d, &o, &f->c), HZ_OK);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    assert_int_equal(hz_cache_destroy(f->c), HZ_OK);
+    assert_int_equal(hz_device_close(f->d), HZ_OK);
+    assert_int_equal(tu_routed_hash(f->b), f->hash0);
+    assert_int_equal(hz_host_backing_close(f->b), HZ_OK);
+    free(f);
+    return 0;
+}
+
+static void test_initial_placement_canonical(void **state) {
+    fixture *f = *state;
+    assert_int_equal(tu_stat(f->c, "generation"), 1);
+    assert_int_equal(tu_stat(f->c, "rows.published"), 12);
+    assert_int_equal(tu_stat(f->c, "rows.free"), 4);
+    assert_int_equal(tu_stat(f->c, "h2d_bytes"), 12 * tu_row_bytes(f->b));
+    for (uint32_t l = 0; l < 3; l++) {
+        uint32_t g[4] = {0, 1, 2, 3};
+        hz_generation *lease = NULL;
+        assert_int_equal(hz_generation_acquire(f->c, l, g, 4, &lease), HZ_OK);
+        assert_int_equal(hz_generation_id(lease), 1);
+        assert_int_equal(hz_generation_layer(lease), l);
+        tu_check_rows(f->b, lease, g, 4);
+        uint32_t row;
+        const void *addr;
+        assert_int_equal(hz_generation_row(lease, 4, &row, &addr), HZ_ERANGE);
+        assert_null(addr);
+        assert_int_equal(hz_generation_release(lease, NULL), HZ_OK);
+    }
+    assert_int_equal(tu_stat(f->c, "hits"), 12);
+    assert_int_equal(tu_stat(f->c, "misses"), 0);
+    assert_int_equal(tu_stat(f->c, "generation"), 1);
+    tu_check_invariants(f->c);
+}
+
+static void test_miss_publishes_new_generation(void **state) {
+    fixture *f = *state;
+    assert_int_equal(hz_backend_cpu_set_copy_delay(f->d->be, 2000), HZ_OK);
+    uint32_t g[3] = {9, 2, 14};
+    hz_generation *lease = NULL;
+    assert_int_equal(hz_generation_acquire(f->c, 1, g, 3, &lease), HZ_OK);
+    assert_int_equal(hz_generation_id(lease), 2);
+    tu_check_rows(f->b, lease, g, 3);
+    assert_int_equal(tu_stat(f->c, "misses"), 2);
+    assert_int_equal(tu_stat(f->c, "hits"), 1);
+    assert_int_equal(tu_stat(f->c, "evictions"), 2);
+    assert_int_equal(tu_stat(f->c, "publications"), 2);
+    assert_int_equal(tu_stat(f->c, "h2d_copies"), 12 + 2);
+    assert_int_equal(tu_stat(f->c, "expert_d2h_bytes"), 0);
+    /* residency stays at capacity: experts 0 and 1 (LRU, never touched, lowest ids) went */
+    hz_generation *l2 = NULL;
+    uint32_t keep[2] = {3, 14};
+    assert_int_equal(hz_generation_acquire(f->c, 1, keep, 2, &l2), HZ_OK);
+    assert_int_equal(hz_generation_id(l2), 2);
+    uint32_t row;
+    const void *addr;
+    assert_int_equal(hz_generation_row(l2, 0, &row, &addr), HZ_ERANGE);
+    assert_int_equal(hz_generation_row(l2, 1, &row, &addr), HZ_ERANGE);
+    assert_int_equal(hz_generation_row(l2, 9, &row, &addr), HZ_OK);
+    assert_int_equal(hz_generation_release(l2, NULL), HZ_OK);
+    /* the old generation (no lease) retired immediately: the two victims are spares again */
+    assert_int_equal(tu_stat(f->c, "rows.reusable"), 2);
+    assert_int_equal(tu_stat(f->c, "retired_rows"), 2);
+    assert_int_equal(hz_generation_release(lease, NULL), HZ_OK);
+    tu_check_invariants(f->c);
+}
+
+static void test_lease_pins_old_generation(void **state) {
+    fixture *f = *state;
+    uint32_t old[4] = {0, 1, 2, 3};
+    hz_generation *pin = NULL;
+    assert_int_equal(hz_generation_acquire(f->c, 0, old, 4, &pin), HZ_OK);
+    hz_generation *l = NULL;
+    uint32_t g[2] = {10, 11};
+    /* another thread's lease would pin too; here the pin is ours, which is fine while spares remain */
+    assert_int_equal(hz_generation_acquire(f->c, 0, g, 2, &l), HZ_OK);
+    assert_int_equal(tu_stat(f->c, "rows.victim_pending"), 2);
+    assert_int_equal(tu_stat(f->c, "generations_live"), 2);
+    /* the pinned generation still maps its rows, with their original bytes */
+    tu_check_rows(f->b, pin, old, 4);
+    tu_check_invariants(f->c);
+    assert_int_equal(hz_generation_release(pin, NULL), HZ_OK);
+    assert_int_equal(tu_stat(f->c, "rows.victim_pending"), 0);
+    assert_int_equal(tu_stat(f->c, "rows.reusable"), 2);
+    assert_int_equal(tu_stat(f->c, "generations_live"), 1);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    tu_check_invariants(f->c);
+}
+
+static void test_self_pinned_spares_report_capacity(void **state) {
+    fixture *f = *state;
+    uint32_t old[4] = {0, 1, 2, 3};
+    hz_generation *pin = NULL;
+    assert_int_equal(hz_generation_acquire(f->c, 2, old, 4, &pin), HZ_OK);
+    hz_generation *l = NULL;
+    uint32_t g[4] = {4, 5, 6, 7};
+    assert_int_equal(hz_generation_acquire(f->c, 2, g, 4, &l), HZ_OK);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    /* all four spares are victims pinned by our own lease: waiting would never end */
+    uint32_t g2[1] = {8};
+    hz_generation *l2 = NULL;
+    assert_int_equal(hz_generation_acquire(f->c, 2, g2, 1, &l2), HZ_ECAPACITY);
+    assert_non_null(strstr(hz_last_error_message(), "this thread still holds"));
+    assert_null(l2);
+    tu_check_invariants(f->c);
+    assert_int_equal(hz_generation_release(pin, NULL), HZ_OK);
+    assert_int_equal(hz_generation_acquire(f->c, 2, g2, 1, &l2), HZ_OK);
+    tu_check_rows(f->b, l2, g2, 1);
+    assert_int_equal(hz_generation_release(l2, NULL), HZ_OK);
+}
+
+typedef struct holder {
+    hz_cache *c;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int holding;
+    unsigned hold_us;
+} holder;
+
+/* Another thread pins generation 1 of layer 2 for a while, then lets go. */
+static void *holder_thread(void *arg) {
+    holder *h = arg;
+    uint32_t old[4] = {0, 1, 2, 3};
+    hz_generation *pin = NULL;
+    assert_int_equal(hz_generation_acquire(h->c, 2, old, 4, &pin), HZ_OK);
+    pthread_mutex_lock(&h->mu);
+    h->holding = 1;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    usleep(h->hold_us);
+    assert_int_equal(hz_generation_release(pin, NULL), HZ_OK);
+    return NULL;
+}
+
+static void test_waits_for_other_thread_lease(void **state) {
+    fixture *f = *state;
+    holder h = {f->c, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 60000};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, holder_thread, &h), 0);
+    pthread_mutex_lock(&h.mu);
+    while (!h.holding) pthread_cond_wait(&h.cv, &h.mu);
+    pthread_mutex_unlock(&h.mu);
+    double t0 = hz_now_seconds();
+    hz_generation *l = NULL;
+    uint32_t g[4] = {4, 5, 6, 7};
+    assert_int_equal(hz_generation_acquire(f->c, 2, g, 4, &l), HZ_OK);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    /* every spare is now a victim pinned by the other thread's lease: this acquire waits for it */
+    uint32_t g2[2] = {8, 9};
+    assert_int_equal(hz_generation_acquire(f->c, 2, g2, 2, &l), HZ_OK);
+    assert_true(hz_now_seconds() - t0 >= 0.04);
+    pthread_join(t, NULL);
+    tu_check_rows(f->b, l, g2, 2);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    tu_check_invariants(f->c);
+}
+
+static void test_multi_round_group(void **state) {
+    (void)state;
+    hz_host_backing *b = tu_backing(2, 24, 2, 5);
+    hz_device *d = NULL;
+    assert_int_equal(hz_device_open("cpu", &d), HZ_OK);
+    hz_cache_options o;
+    hz_cache_options_init(&o);
+    o.capacity = 8; /* spare rows default to top-k = 2 */
+    hz_cache *c = NULL;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+    assert_int_equal(tu_stat(c, "spare_rows"), 2);
+    uint32_t limit = 0;
+    assert_int_equal(hz_cache_group_limit(c, &limit), HZ_OK);
+    assert_int_equal(limit, 8);
+    /* 7 misses and a hit: 4 rounds of at most 2 rows, none evicting the group */
+    uint32_t g[8] = {23, 8, 9, 10, 0, 11, 12, 13};
+    hz_generation *l = NULL;
+    assert_int_equal(hz_generation_acquire(c, 1, g, 8, &l), HZ_OK);
+    assert_int_equal(hz_generation_id(l), 5);
+    assert_int_equal(tu_stat(c, "rounds"), 4);
+    assert_int_equal(tu_stat(c, "misses"), 7);
+    assert_int_equal(tu_stat(c, "hits"), 1);
+    assert_int_equal(tu_stat(c, "miss_latency_us.count"), 1);
+    tu_check_rows(b, l, g, 8);
+    tu_check_invariants(c);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    assert_int_equal(hz_cache_destroy(c), HZ_OK);
+    assert_int_equal(hz_device_close(d), HZ_OK);
+    assert_int_equal(hz_host_backing_close(b), HZ_OK);
+}
+
+static void test_lru_order(void **state) {
+    fixture *f = *state;
+    hz_generation *l = NULL;
+    /* touch 0, then 2, then 3; 1 stays least recently used, then 0 */
+    uint32_t seq[3] = {0, 2, 3};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(hz_generation_acquire(f->c, 0, &seq[i], 1, &l), HZ_OK);
+        assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    }
+    uint32_t m = 12;
+    assert_int_equal(hz_generation_acquire(f->c, 0, &m, 1, &l), HZ_OK);
+    uint32_t row;
+    const void *addr;
+    assert_int_equal(hz_generation_row(l, 1, &row, &addr), HZ_ERANGE);
+    assert_int_equal(hz_generation_row(l, 0, &row, &addr), HZ_OK);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    m = 13;
+    assert_int_equal(hz_generation_acquire(f->c, 0, &m, 1, &l), HZ_OK);
+    assert_int_equal(hz_generation_row(l, 0, &row, &addr), HZ_ERANGE);
+    assert_int_equal(hz_generation_row(l, 2, &row, &addr), HZ_OK);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    /* a group member is never its own victim even when least recently used: 2 is LRU now */
+    uint32_t g[4] = {2, 14, 15, 12};
+    assert_int_equal(hz_generation_acquire(f->c, 0, g, 4, &l), HZ_OK);
+    tu_check_rows(f->b, l, g, 4);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    tu_check_invariants(f->c);
+}
+
+static void test_bad_input(void **state) {
+    fixture *f = *state;
+    char before[4096], after[4096];
+    char *s = NULL;
+    assert_int_equal(hz_cache_stats_json(f->c, &s), HZ_OK);
+    snprintf(before, sizeof before, "%s", s);
+    hz_free(s);
+
+    hz_generation *l = (hz_generation *)0x1;
+    uint32_t ok[2] = {0, 1};
+    assert_int_equal(hz_generation_acquire(f->c, 3, ok, 2, &l), HZ_ERANGE);
+    assert_null(l);
+    assert_non_null(strstr(hz_last_error_message(), "layer 3"));
+    uint32_t far[2] = {0, 16};
+    assert_int_equal(hz_generation_acquire(f->c, 0, far, 2, &l), HZ_ERANGE);
+    assert_non_null(strstr(hz_last_error_message(), "expert 16"));
+    uint32_t dup[3] = {5, 6, 5};
+    assert_int_equal(hz_generation_acquire(f->c, 0, dup, 3, &l), HZ_EINVAL);
+    assert_non_null(strstr(hz_last_error_message(), "twice"));
+    uint32_t big[5] = {0, 1, 2, 3, 4};
+    assert_int_equal(hz_generation_acquire(f->c, 0, big, 5, &l), HZ_ECAPACITY);
+    assert_non_null(strstr(hz_last_error_message(), "capacity"));
+    assert_int_equal(hz_generation_acquire(f->c, 0, ok, 0, &l), HZ_EINVAL);
+    assert_int_equal(hz_generation_acquire(f->c, 0, NULL, 2, &l), HZ_EINVAL);
+    assert_int_equal(hz_generation_acquire(NULL, 0, ok, 2, &l), HZ_EINVAL);
+    assert_int_equal(hz_generation_acquire(f->c, 0, ok, 2, NULL), HZ_EINVAL);
+
+    /* foreign handles: never dereferenced, rejected with EINVAL */
+    assert_int_equal(hz_generation_release(NULL, NULL), HZ_EINVAL);
+    int local = 0;
+    assert_int_equal(hz_generation_release((hz_generation *)&local, NULL), HZ_EINVAL);
+    assert_non_null(strstr(hz_last_error_message(), "not a live lease"));
+    assert_int_equal(hz_generation_release((hz_generation *)(uintptr_t)0xdeadbeef0ull, NULL), HZ_EINVAL);
+    /* double release */
+    assert_int_equal(hz_generation_acquire(f->c, 0, ok, 2, &l), HZ_OK);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_EINVAL);
+    /* an event from another device: refused, the lease stays live */
+    hz_device *d2 = NULL;
+    hz_event *ev2 = NULL;
+    assert_int_equal(hz_device_open("cpu", &d2), HZ_OK);
+    assert_int_equal(hz_event_create(d2, &ev2), HZ_OK);
+    assert_int_equal(hz_generation_acquire(f->c, 0, ok, 2, &l), HZ_OK);
+    assert_int_equal(hz_generation_release(l, ev2), HZ_EINVAL);
+    assert_int_equal(tu_stat(f->c, "leases_active"), 1);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    hz_event_destroy(ev2);
+    assert_int_equal(hz_device_close(d2), HZ_OK);
+
+    assert_int_equal(hz_cache_stats_json(f->c, &s), HZ_OK);
+    snprintf(after, sizeof after, "%s", s);
+    hz_free(s);
+    /* only the two good acquires changed anything: same generation, no transactions */
+    cJSON *jb = cJSON_Parse(before), *ja = cJSON_Parse(after);
+    const char *same[] = {"generation", "misses", "publications", "evictions", "failed_transactions", "leases_active"};
+    for (size_t i = 0; i < sizeof same / sizeof *same; i++)
+        assert_true(cJSON_GetObjectItem(jb, same[i])->valuedouble == cJSON_GetObjectItem(ja, same[i])->valuedouble);
+    assert_int_equal(cJSON_GetObjectItem(ja, "hits")->valuedouble, cJSON_GetObjectItem(jb, "hits")->valuedouble + 4);
+    cJSON_Delete(jb);
+    cJSON_Delete(ja);
+    tu_check_invariants(f->c);
+}
+
+static void test_destroy_busy(void **state) {
+    fixture *f = *state;
+    uint32_t g[1] = {0};
+    hz_generation *l = NULL;
+    assert_int_equal(hz_generation_acquire(f->c, 0, g, 1, &l), HZ_OK);
+    assert_int_equal(hz_cache_destroy(f->c), HZ_EBUSY);
+    assert_non_null(strstr(hz_last_error_message(), "lease"));
+    assert_int_equal(hz_device_close(f->d), HZ_EBUSY);
+    assert_int_equal(hz_host_backing_close(f->b), HZ_EBUSY);
+    /* still fully usable */
+    tu_check_rows(f->b, l, g, 1);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    hz_cache_model_add(f->c);
+    assert_int_equal(hz_cache_destroy(f->c), HZ_EBUSY);
+    hz_cache_model_remove(f->c);
+}
+
+static void test_create_errors(void **state) {
+    (void)state;
+    hz_host_backing *b = tu_backing(2, 8, 4, 3);
+    hz_device *d = NULL;
+    assert_int_equal(hz_device_open("cpu", &d), HZ_OK);
+    hz_cache *c = (hz_cache *)0x1;
+    hz_cache_options o;
+
+    hz_cache_options_init(&o);
+    o.capacity = 9;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_ECAPACITY);
+    assert_null(c);
+    assert_non_null(strstr(hz_last_error_message(), "capacity 9"));
+
+    hz_cache_options_init(&o);
+    o.spare_rows = 3;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_ECAPACITY);
+    assert_non_null(strstr(hz_last_error_message(), "spare rows 3"));
+
+    hz_cache_options_init(&o);
+    o.staging_bytes = tu_row_bytes(b) - 1;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_ECAPACITY);
+    assert_non_null(strstr(hz_last_error_message(), "staging"));
+
+    uint32_t place[4] = {0, 1, 2, 3};
+    hz_cache_options_init(&o);
+    o.capacity = 2;
+    o.initial_placement = place;
+    o.initial_placement_count = 3;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_EINVAL);
+    o.initial_placement_count = 4;
+    place[3] = 8;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_ERANGE);
+    place[3] = 2;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_EINVAL);
+    assert_non_null(strstr(hz_last_error_message(), "twice"));
+
+    hz_cache_options_init(&o);
+    o.eviction = 7;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_EUNSUPPORTED);
+    assert_int_equal(hz_cache_create(NULL, d, NULL, &c), HZ_EINVAL);
+    assert_int_equal(hz_cache_create(b, NULL, NULL, &c), HZ_EINVAL);
+
+    /* nothing leaked a child registration */
+    assert_int_equal(hz_device_close(d), HZ_OK);
+    assert_int_equal(hz_host_backing_close(b), HZ_OK);
+}
+
+static void test_caller_placement_and_defaults(void **state) {
+    (void)state;
+    hz_host_backing *b = tu_backing(2, 8, 2, 4);
+    hz_device *d = NULL;
+    assert_int_equal(hz_device_open("auto", &d), HZ_OK); /* no CUDA here: falls back to cpu */
+    assert_string_equal(hz_device_name(d), "cpu");
+    uint32_t place[6] = {7, 5, 3, 0, 1, 6};
+    hz_cache_options o;
+    hz_cache_options_init(&o);
+    o.capacity = 3;
+    o.initial_placement = place;
+    o.initial_placement_count = 6;
+    hz_cache *c = NULL;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+    hz_generation *l = NULL;
+    assert_int_equal(hz_generation_acquire(c, 0, place, 3, &l), HZ_OK);
+    assert_int_equal(hz_generation_id(l), 1);
+    tu_check_rows(b, l, place, 3);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    assert_int_equal(hz_generation_acquire(c, 1, place + 3, 3, &l), HZ_OK);
+    assert_int_equal(hz_generation_id(l), 1);
+    tu_check_rows(b, l, place + 3, 3);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    assert_int_equal(tu_stat(c, "staging_bytes"), 2 * tu_row_bytes(b));
+    assert_int_equal(hz_cache_destroy(c), HZ_OK);
+
+    /* capacity 0 = every expert resident; nothing ever misses */
+    hz_cache_options_init(&o);
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+    assert_int_equal(tu_stat(c, "capacity"), 8);
+    uint32_t all[8] = {7, 6, 5, 4, 3, 2, 1, 0};
+    assert_int_equal(hz_generation_acquire(c, 1, all, 8, &l), HZ_OK);
+    tu_check_rows(b, l, all, 8);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    assert_int_equal(tu_stat(c, "misses"), 0);
+    tu_check_invariants(c);
+    assert_int_equal(hz_cache_destroy(c), HZ_OK);
+    assert_int_equal(hz_device_close(d), HZ_OK);
+    assert_int_equal(hz_host_backing_close(b), HZ_OK);
+}
+
+static void test_stats_json_fields(void **state) {
+    fixture *f = *state;
+    char *s = NULL;
+    assert_int_equal(hz_cache_stats_json(f->c, &s), HZ_OK);
+    cJSON *j = cJSON_Parse(s);
+    assert_non_null(j);
+    const char *keys[] = {"hits", "misses", "h2d_bytes", "h2d_copies", "expert_d2h_bytes", "backing_writes",
+                          "request_source_reads", "request_hashing", "publications", "evictions", "retired_rows",
+                          "staging_high_water", "generation", "capacity", "spare_rows"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        cJSON *k = cJSON_GetObjectItem(j, keys[i]);
+        if (!k) fprintf(stderr, "missing %s\n", keys[i]);
+        assert_true(k && cJSON_IsNumber(k));
+    }
+    assert_string_equal(cJSON_GetObjectItem(j, "state")->valuestring, "OK");
+    cJSON *lat = cJSON_GetObjectItem(j, "miss_latency_us");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(lat, "mean"))); /* no sample yet: not an invented 0 */
+    cJSON *notes = cJSON_GetObjectItem(j, "notes");
+    assert_non_null(strstr(cJSON_GetObjectItem(notes, "backing_writes")->valuestring, "mprotect"));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "invariant_checker")));
+    cJSON_Delete(j);
+    hz_free(s);
+    assert_int_equal(tu_stat(f->c, "staging_high_water"), 2 * tu_row_bytes(f->b));
+
+    assert_int_equal(hz_device_describe_json(f->d, &s), HZ_OK);
+    j = cJSON_Parse(s);
+    assert_non_null(j);
+    assert_string_equal(cJSON_GetObjectItem(j, "backend")->valuestring, "cpu");
+    cJSON *h2d = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "transfers"), "h2d"), "expert");
+    assert_int_equal(cJSON_GetObjectItem(h2d, "bytes")->valuedouble, 12 * tu_row_bytes(f->b));
+    cJSON_Delete(j);
+    hz_free(s);
+}
+
+static void test_device_names(void **state) {
+    (void)state;
+    hz_device *d = (hz_device *)0x1;
+    assert_int_equal(hz_device_open("cuda:0", &d), HZ_EUNSUPPORTED);
+    assert_null(d);
+    assert_non_null(strstr(hz_last_error_message(), "without CUDA"));
+    assert_int_equal(hz_device_open("gpu", &d), HZ_EINVAL);
+    assert_int_equal(hz_device_open("cuda:x", &d), HZ_EINVAL);
+    assert_int_equal(hz_device_open(NULL, &d), HZ_EINVAL);
+    assert_int_equal(hz_device_close(NULL), HZ_OK);
+}
+
+/* ---- the cpu backend: asynchronous copies, ordered queues, real events ---- */
+
+typedef struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int open;
+} gate;
+
+static void gate_wait(void *arg) {
+    gate *g = arg;
+    pthread_mutex_lock(&g->mu);
+    while (!g->open) pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void gate_open(gate *g) {
+    pthread_mutex_lock(&g->mu);
+    g->open = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void test_cpu_backend_events(void **state) {
+    (void)state;
+    hz_device *d = NULL;
+    assert_int_equal(hz_device_open("cpu", &d), HZ_OK);
+    hz_backend *be = d->be;
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    uint8_t src[64], dst[64];
+    memset(src, 7, sizeof src);
+    memset(dst, 0, sizeof dst);
+    /* the copy queue is held by a gate: the copy is enqueued but has not run */
+    assert_int_equal(hz_backend_cpu_enqueue_host_fn(be, HZ_QUEUE_COPY, gate_wait, &g), HZ_OK);
+    assert_int_equal(hz_backend_copy_h2d(be, HZ_QUEUE_COPY, dst, src, sizeof src, HZ_PURPOSE_WEIGHTS), HZ_OK);
+    hz_bevent *ev = NULL;
+    assert_int_equal(be->ops->event_create(be, &ev), HZ_OK);
+    assert_int_equal(be->ops->event_query(be, ev), HZ_OK); /* never recorded = complete */
+    assert_int_equal(be->ops->event_record(be, ev, HZ_QUEUE_COPY), HZ_OK);
+    /* the compute queue waits on the copy's event; a public event recorded after it stays pending */
+    assert_int_equal(be->ops->queue_wait_event(be, HZ_QUEUE_COMPUTE, ev), HZ_OK);
+    hz_event *pub = NULL;
+    assert_int_equal(hz_event_create(d, &pub), HZ_OK);
+    assert_int_equal(hz_event_record(pub), HZ_OK);
+    usleep(20000);
+    assert_int_equal(be->ops->event_query(be, ev), HZ_EBUSY);
+    assert_int_equal(hz_event_query(pub), HZ_EBUSY);
+    assert_int_equal(dst[0], 0);
+    /* destroying an event whose marker is still queued is allowed */
+    be->ops->event_destroy(be, ev);
+    gate_open(&g);
+    assert_int_equal(hz_event_synchronize(pub), HZ_OK);
+    assert_int_equal(dst[0], 7);
+    assert_int_equal(hz_device_close(d), HZ_EBUSY); /* the event is a child */
+    hz_event_destroy(pub);
+    assert_int_equal(atomic_load(&be->bytes[HZ_H2D][HZ_PURPOSE_WEIGHTS]), 64);
+    assert_int_equal(be->ops->queue_sync(be, HZ_QUEUE_COPY), HZ_OK);
+    assert_int_equal(hz_device_close(d), HZ_OK);
+}
+
+static void test_fault_backend_counts(void **state) {
+    (void)state;
+    hz_backend *fb = NULL;
+    hz_device *d = tu_fault_device(&fb);
+    uint8_t a[16] = {1}, b2[16] = {0};
+    hz_backend_fault_arm(fb, HZ_FAULT_COPY_H2D, 2, HZ_EDEVICE);
+    assert_int_equal(hz_backend_copy_h2d(fb, HZ_QUEUE_COPY, b2, a, 16, HZ_PURPOSE_EXPERT), HZ_OK);
+    assert_int_equal(hz_backend_copy_h2d(fb, HZ_QUEUE_COPY, b2, a, 16, HZ_PURPOSE_EXPERT), HZ_EDEVICE);
+    assert_non_null(strstr(hz_last_error_message(), "injected"));
+    assert_int_equal(hz_backend_copy_h2d(fb, HZ_QUEUE_COPY, b2, a, 16, HZ_PURPOSE_EXPERT), HZ_OK);
+    /* the refused copy is not counted */
+    assert_int_equal(atomic_load(&fb->copies[HZ_H2D][HZ_PURPOSE_EXPERT]), 2);
+    assert_int_equal(hz_backend_fault_fired(fb), 1);
+    hz_event *e = NULL;
+    assert_int_equal(hz_event_create(d, &e), HZ_OK);
+    hz_backend_fault_arm_event_error(fb, 1, HZ_EDEVICE);
+    assert_int_equal(hz_event_record(e), HZ_OK);
+    assert_int_equal(hz_event_synchronize(e), HZ_EDEVICE);
+    assert_int_equal(hz_event_record(e), HZ_OK); /* re-record clears it */
+    assert_int_equal(hz_event_synchronize(e), HZ_OK);
+    hz_event_destroy(e);
+    assert_int_equal(hz_device_close(d), HZ_OK);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_initial_placement_canonical, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_miss_publishes_new_generation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lease_pins_old_generation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_self_pinned_spares_report_capacity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_waits_for_other_thread_lease, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lru_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_busy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stats_json_fields, setup, teardown),
+        cmocka_unit_test(test_multi_round_group),
+        cmocka_unit_test(test_create_errors),
+        cmocka_unit_test(test_caller_placement_and_defaults),
+        cmocka_unit_test(test_device_names),
+        cmocka_unit_test(test_cpu_backend_events),
+        cmocka_unit_test(test_fault_backend_counts),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

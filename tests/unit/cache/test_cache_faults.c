@@ -1,0 +1,280 @@
+/* Injected faults on every step of the miss path. Before publication: an error, the previous generation
+ * still authoritative, every row and staging slot recovered, and a retry that works. After publication
+ * (or when a failed transfer cannot be drained): FAULTED, and HZ_EFAULTED from then on. */
+#include "cache_test_util.h"
+
+typedef struct fx {
+    hz_host_backing *b;
+    uint64_t hash0;
+    hz_backend *fb;
+    hz_device *d;
+    hz_cache *c;
+} fx;
+
+/* 2 layers, 16 experts, top-4: capacity 4, 4 spare rows, 2 staging slots (so a 4-miss group reuses
+ * each slot once, after waiting for its event). */
+static int setup(void **state) {
+    fx *f = calloc(1, sizeof *f);
+    f->b = tu_backing(2, 16, 4, 21);
+    f->hash0 = tu_routed_hash(f->b);
+    f->d = tu_fault_device(&f->fb);
+    hz_cache_options o;
+    hz_cache_options_init(&o);
+    o.capacity = 4;
+    assert_int_equal(hz_cache_create(f->b, f->d, &o, &f->c), HZ_OK);
+    assert_int_equal(tu_stat(f->c, "staging_slots"), 2);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx *f = *state;
+    assert_int_equal(hz_cache_destroy(f->c), HZ_OK);
+    assert_int_equal(hz_device_close(f->d), HZ_OK);
+    assert_int_equal(tu_routed_hash(f->b), f->hash0);
+    assert_int_equal(hz_host_backing_close(f->b), HZ_OK);
+    free(f);
+    return 0;
+}
+
+static const uint32_t k_old[4] = {0, 1, 2, 3};
+static const uint32_t k_new[4] = {4, 5, 6, 7};
+
+/* After a failure before publication: generation 1 is current and whole, nothing leaked, a retry works. */
+static void expect_recovered(fx *f, int st, int expected_status) {
+    if (st != expected_status) fprintf(stderr, "got %s: %s\n", hz_status_name(st), hz_last_error_message());
+    assert_int_equal(st, expected_status);
+    assert_non_null(strstr(hz_last_error_message(), "before publication"));
+    char state[16];
+    tu_stat_str(f->c, "state", state, sizeof state);
+    assert_string_equal(state, "OK");
+    assert_int_equal(tu_stat(f->c, "generation"), 1);
+    assert_int_equal(tu_stat(f->c, "failed_transactions"), 1);
+    assert_int_equal(tu_stat(f->c, "rows.free"), 4);
+    assert_int_equal(tu_stat(f->c, "rows.reserved"), 0);
+    assert_int_equal(tu_stat(f->c, "rows.in_transfer"), 0);
+    assert_int_equal(tu_stat(f->c, "rows.published"), 8);
+    assert_int_equal(tu_stat(f->c, "rows.victim_pending"), 0);
+    assert_int_equal(tu_stat(f->c, "staging_slots_busy"), 0);
+    assert_int_equal(tu_stat(f->c, "leases_active"), 0);
+    assert_int_equal(tu_stat(f->c, "generations_live"), 1);
+    tu_check_invariants(f->c);
+    /* the previous generation serves the old experts, bytes intact */
+    hz_generation *l = NULL;
+    assert_int_equal(hz_generation_acquire(f->c, 0, k_old, 4, &l), HZ_OK);
+    assert_int_equal(hz_generation_id(l), 1);
+    tu_check_rows(f->b, l, k_old, 4);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    /* and the same miss succeeds once the fault is gone */
+    hz_backend_fault_reset(f->fb);
+    assert_int_equal(hz_generation_acquire(f->c, 0, k_new, 4, &l), HZ_OK);
+    assert_int_equal(hz_generation_id(l), 2);
+    tu_check_rows(f->b, l, k_new, 4);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    tu_check_invariants(f->c);
+    assert_int_equal(tu_stat(f->c, "expert_d2h_bytes"), 0);
+}
+
+static void expect_faulted(fx *f) {
+    char state[16];
+    tu_stat_str(f->c, "state", state, sizeof state);
+    assert_string_equal(state, "FAULTED");
+    hz_generation *l = NULL;
+    assert_int_equal(hz_generation_acquire(f->c, 0, k_old, 4, &l), HZ_EFAULTED);
+    assert_null(l);
+    assert_non_null(strstr(hz_last_error_message(), "FAULTED"));
+    assert_int_equal(hz_generation_acquire(f->c, 1, k_new, 1, &l), HZ_EFAULTED);
+    assert_int_equal(hz_cache_check_model_use(f->c, f->b, f->d), HZ_EFAULTED);
+}
+
+static void test_staging_copy_fails(void **state) {
+    fx *f = *state;
+    hz_transactor_inject(hz_cache_transactor(f->c), HZ_TXN_FAULT_STAGING_COPY, 3, HZ_EIO);
+    hz_generation *l = NULL;
+    int st = hz_generation_acquire(f->c, 0, k_new, 4, &l);
+    assert_null(l);
+    assert_non_null(strstr(hz_last_error_message(), "staging copy"));
+    expect_recovered(f, st, HZ_EIO);
+}
+
+static void test_h2d_enqueue_fails(void **state) {
+    fx *f = *state;
+    hz_backend_fault_arm(f->fb, HZ_FAULT_COPY_H2D, 3, HZ_EDEVICE);
+    hz_generation *l = NULL;
+    int st = hz_generation_acquire(f->c, 0, k_new, 4, &l);
+    assert_non_null(strstr(hz_last_error_message(), "copy_h2d"));
+    expect_recovered(f, st, HZ_EDEVICE);
+}
+
+static void test_event_record_fails(void **state) {
+    fx *f = *state;
+    hz_backend_fault_arm(f->fb, HZ_FAULT_EVENT_RECORD, 2, HZ_EDEVICE);
+    hz_generation *l = NULL;
+    int st = hz_generation_acquire(f->c, 0, k_new, 4, &l);
+    expect_recovered(f, st, HZ_EDEVICE);
+}
+
+static void test_event_wait_fails(void **state) {
+    fx *f = *state;
+    /* the first wait is the reuse of staging slot 0 by the third copy */
+    hz_backend_fault_arm(f->fb, HZ_FAULT_EVENT_WAIT, 1, HZ_EDEVICE);
+    hz_generation *l = NULL;
+    int st = hz_generation_acquire(f->c, 0, k_new, 4, &l);
+    assert_non_null(strstr(hz_last_error_message(), "staging slot"));
+    expect_recovered(f, st, HZ_EDEVICE);
+}
+
+static void test_final_event_wait_fails(void **state) {
+    fx *f = *state;
+    /* waits: slot 0 reuse, slot 1 reuse, final slot 0, final slot 1 (the last one fails) */
+    hz_backend_fault_arm(f->fb, HZ_FAULT_EVENT_WAIT, 4, HZ_EDEVICE);
+    hz_generation *l = NULL;
+    expect_recovered(f, hz_generation_acquire(f->c, 0, k_new, 4, &l), HZ_EDEVICE);
+}
+
+static void test_transfer_event_reports_error(void **state) {
+    fx *f = *state;
+    /* the second copy's event completes with an error: the transfer failed on the device */
+    hz_backend_fault_arm_event_error(f->fb, 2, HZ_EDEVICE);
+    hz_generation *l = NULL;
+    int st = hz_generation_acquire(f->c, 0, k_new, 4, &l);
+    assert_non_null(strstr(hz_last_error_message(), "injected error"));
+    expect_recovered(f, st, HZ_EDEVICE);
+}
+
+static void test_generation_alloc_fails(void **state) {
+    fx *f = *state;
+    /* publication needs the new generation's consumer event: fail its creation after the copies */
+    hz_backend_fault_arm(f->fb, HZ_FAULT_EVENT_CREATE, 1, HZ_ENOMEM);
+    hz_generation *l = NULL;
+    int st = hz_generation_acquire(f->c, 0, k_new, 4, &l);
+    assert_int_equal(st, HZ_ENOMEM);
+    /* this one is not a transfer failure, so the message differs; the recovery must not */
+    assert_int_equal(tu_stat(f->c, "generation"), 1);
+    assert_int_equal(tu_stat(f->c, "rows.free"), 4);
+    assert_int_equal(tu_stat(f->c, "rows.in_transfer"), 0);
+    assert_int_equal(tu_stat(f->c, "staging_slots_busy"), 0);
+    tu_check_invariants(f->c);
+    hz_backend_fault_reset(f->fb);
+    assert_int_equal(hz_generation_acquire(f->c, 0, k_new, 4, &l), HZ_OK);
+    tu_check_rows(f->b, l, k_new, 4);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+}
+
+static void test_undrainable_failure_faults(void **state) {
+    fx *f = *state;
+    /* a copy fails and the queue cannot be drained: the rows may still be written: FAULTED */
+    hz_backend_fault_arm(f->fb, HZ_FAULT_COPY_H2D, 2, HZ_EDEVICE);
+    hz_backend_fault_arm(f->fb, HZ_FAULT_QUEUE_SYNC, 1, HZ_EDEVICE);
+    hz_generation *l = NULL;
+    assert_int_equal(hz_generation_acquire(f->c, 0, k_new, 4, &l), HZ_EFAULTED);
+    assert_non_null(strstr(hz_last_error_message(), "draining"));
+    hz_backend_fault_reset(f->fb);
+    expect_faulted(f);
+}
+
+/* Releases a lease on generation 1 whose consumer event will report an error. */
+static void release_with_failing_consumer(fx *f) {
+    hz_event *ev = NULL;
+    assert_int_equal(hz_event_create(f->d, &ev), HZ_OK);
+    hz_generation *l = NULL;
+    assert_int_equal(hz_generation_acquire(f->c, 1, k_old, 4, &l), HZ_OK);
+    assert_int_equal(hz_event_record(ev), HZ_OK);
+    /* the generation's own consumer record (inside release) will report that the consumer failed */
+    hz_backend_fault_arm_event_error(f->fb, 1, HZ_EDEVICE);
+    assert_int_equal(hz_generation_release(l, ev), HZ_OK);
+    /* let the compute queue reach that record, so the error is there to be seen */
+    assert_int_equal(hz_event_record(ev), HZ_OK);
+    assert_int_equal(hz_event_synchronize(ev), HZ_OK);
+    hz_event_destroy(ev);
+}
+
+static void test_consumer_error_seen_at_publication(void **state) {
+    fx *f = *state;
+    release_with_failing_consumer(f);
+    /* nothing is wrong until generation 1 has to retire, i.e. right after the next publication */
+    hz_generation *l2 = NULL;
+    assert_int_equal(hz_generation_acquire(f->c, 0, k_new, 4, &l2), HZ_EFAULTED);
+    assert_null(l2);
+    assert_non_null(strstr(hz_last_error_message(), "consumer event of generation 1"));
+    /* generation 2 was published before the fault was seen */
+    assert_int_equal(tu_stat(f->c, "generation"), 2);
+    expect_faulted(f);
+    assert_int_equal(tu_stat(f->c, "leases_active"), 0);
+}
+
+static void test_consumer_error_seen_at_last_release(void **state) {
+    fx *f = *state;
+    release_with_failing_consumer(f);
+    hz_generation *keep = NULL, *l2 = NULL;
+    uint32_t two[2] = {0, 1};
+    assert_int_equal(hz_generation_acquire(f->c, 0, two, 2, &keep), HZ_OK); /* pins generation 1 */
+    assert_int_equal(hz_generation_acquire(f->c, 0, k_new, 4, &l2), HZ_OK);
+    assert_int_equal(hz_generation_id(l2), 2);
+    tu_check_rows(f->b, l2, k_new, 4);
+    assert_int_equal(hz_generation_release(l2, NULL), HZ_OK);
+    /* the last lease on generation 1 ends: it retires, and its failed consumer comes to light */
+    assert_int_equal(hz_generation_release(keep, NULL), HZ_EFAULTED);
+    assert_non_null(strstr(hz_last_error_message(), "consumer event of generation 1"));
+    assert_int_equal(hz_generation_release(keep, NULL), HZ_EINVAL);
+    assert_int_equal(tu_stat(f->c, "leases_active"), 0);
+    expect_faulted(f);
+}
+
+static void test_release_record_fails(void **state) {
+    fx *f = *state;
+    hz_event *ev = NULL;
+    assert_int_equal(hz_event_create(f->d, &ev), HZ_OK);
+    hz_generation *l = NULL;
+    assert_int_equal(hz_generation_acquire(f->c, 1, k_old, 4, &l), HZ_OK);
+    assert_int_equal(hz_event_record(ev), HZ_OK);
+    /* the consumer cannot be tracked: its rows could be reused under it, so FAULTED */
+    hz_backend_fault_arm(f->fb, HZ_FAULT_QUEUE_WAIT_EVENT, 1, HZ_EDEVICE);
+    assert_int_equal(hz_generation_release(l, ev), HZ_EFAULTED);
+    hz_event_destroy(ev);
+    hz_backend_fault_reset(f->fb);
+    expect_faulted(f);
+    assert_int_equal(tu_stat(f->c, "leases_active"), 0);
+}
+
+static void test_create_fails_cleanly(void **state) {
+    (void)state;
+    hz_host_backing *b = tu_backing(2, 8, 2, 9);
+    hz_backend *fb = NULL;
+    hz_device *d = tu_fault_device(&fb);
+    hz_cache_options o;
+    hz_cache_options_init(&o);
+    o.capacity = 4;
+    hz_cache *c = NULL;
+    const hz_fault_op ops[] = {HZ_FAULT_MEM_ALLOC, HZ_FAULT_PINNED_ALLOC, HZ_FAULT_EVENT_CREATE, HZ_FAULT_COPY_H2D,
+                               HZ_FAULT_EVENT_WAIT};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        hz_backend_fault_arm(fb, ops[i], 1, HZ_EDEVICE);
+        assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_EDEVICE);
+        assert_null(c);
+        hz_backend_fault_reset(fb);
+    }
+    /* nothing registered, nothing leaked (ASan checks the latter) */
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+    assert_int_equal(hz_cache_destroy(c), HZ_OK);
+    assert_int_equal(hz_device_close(d), HZ_OK);
+    assert_int_equal(hz_host_backing_close(b), HZ_OK);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_staging_copy_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_h2d_enqueue_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_event_record_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_event_wait_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_final_event_wait_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transfer_event_reports_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_generation_alloc_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_undrainable_failure_faults, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_consumer_error_seen_at_publication, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_consumer_error_seen_at_last_release, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_record_fails, setup, teardown),
+        cmocka_unit_test(test_create_fails_cleanly),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
