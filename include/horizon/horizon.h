@@ -233,9 +233,13 @@ int hz_cache_destroy(hz_cache *cache);
 int hz_cache_stats_json(hz_cache *cache, char **out);
 
 /* Returns a lease on a published generation in which all `n` experts of `layer` are resident, running
- * one miss transaction first when some are not. `experts` must be distinct and n <= capacity.
+ * a miss transaction first when some are not. `experts` must be distinct and n <= capacity. A group
+ * with more misses than spare rows is loaded in several rounds inside this one call (one publication
+ * per round; the group's own experts are never evicted), so any n <= capacity is served.
+ * Blocks while the spare rows it needs are still mapped by leased generations of other threads.
  * Errors: HZ_ERANGE (layer or expert out of range), HZ_EINVAL (duplicates, n == 0, NULL),
- * HZ_ECAPACITY (n above capacity or spare rows), HZ_EFAULTED, HZ_EDEVICE / HZ_EIO (the miss failed
+ * HZ_ECAPACITY (n above capacity, or the rows it needs are pinned only by leases of the calling
+ * thread, which would otherwise wait forever), HZ_EFAULTED, HZ_EDEVICE / HZ_EIO (the miss failed
  * before publication: the previous generation stays authoritative, nothing leaks).
  * Threading: may be called from any number of threads on one cache; miss transactions are serialized. */
 int hz_generation_acquire(hz_cache *cache, uint32_t layer, const uint32_t *experts, uint32_t n,

@@ -2,7 +2,7 @@
  *
  * A backend owns device memory, pinned host staging, queues (a compute queue and a copy queue) and
  * events. Every copy goes through hz_backend_copy_* below, which count bytes and copies by direction
- * and purpose before calling the backend, so "zero expert D2H" is observed rather than assumed.
+ * and purpose once the backend has accepted them, so "zero expert D2H" is observed rather than assumed.
  * Backends never abort: every failure is a status with a message (the CUDA call and its error string
  * for cuda). Implementations: cpu (backend_cpu.c), fault-injecting wrapper (backend_fault.c),
  * cuda (cuda/backend_cuda.cu). */
@@ -73,7 +73,8 @@ struct hz_backend {
     _Atomic uint64_t copies[HZ_DIR_COUNT][HZ_PURPOSE_COUNT];
 };
 
-/* Counting front ends: count, then call the backend's op. */
+/* Counting front ends: call the backend's op, count the copy when it was accepted (a refused copy
+ * moves no byte). */
 int hz_backend_copy_h2d(hz_backend *be, hz_queue q, void *dst, const void *src, uint64_t bytes,
                         hz_xfer_purpose purpose);
 int hz_backend_copy_d2h(hz_backend *be, hz_queue q, void *dst, const void *src, uint64_t bytes,

@@ -130,9 +130,10 @@ int hz_backing_create_synthetic(const hz_model_config *cfg, uint64_t seed, hz_ho
     b->n_blobs = (uint64_t)cfg->layers * cfg->experts;
     uint64_t bytes;
     if (!hz_mul_ok(b->n_blobs, b->stride, &bytes)) {
+        int rc = hz_error(HZ_ENOMEM, "synthetic backing: %llu blobs of %llu bytes overflow",
+                          (unsigned long long)b->n_blobs, (unsigned long long)b->stride);
         backing_free(b);
-        return hz_error(HZ_ENOMEM, "synthetic backing: %llu blobs of %llu bytes overflow",
-                        (unsigned long long)b->n_blobs, (unsigned long long)b->stride);
+        return rc;
     }
     uint8_t *base = NULL;
     int rc = map_region(bytes, 0, &b->map, &b->map_bytes, &base);

@@ -262,7 +262,7 @@ static int json_str(const cJSON *obj, const char *key, const char **out, const c
 
 static int json_expect_str(const cJSON *obj, const char *key, const char *expected, const char *what,
                            const char *where) {
-    const char *s;
+    const char *s = NULL;
     int rc = json_str(obj, key, &s, what, where);
     if (rc) return rc;
     if (strcmp(s, expected) != 0)
@@ -273,7 +273,7 @@ static int json_expect_str(const cJSON *obj, const char *key, const char *expect
 
 static int json_expect_u64(const cJSON *obj, const char *key, uint64_t expected, const char *what,
                            const char *where) {
-    uint64_t v;
+    uint64_t v = 0;
     int rc = json_u64(obj, key, &v, what, where);
     if (rc) return rc;
     if (v != expected)
@@ -298,7 +298,7 @@ static int parse_hex(const char *s, size_t digits, uint64_t *out) {
 }
 
 static int json_xxh3(const cJSON *obj, uint64_t *out, const char *what, const char *where) {
-    const char *s;
+    const char *s = NULL;
     int rc = json_str(obj, "xxh3", &s, what, where);
     if (rc) return rc;
     if (!parse_hex(s, 16, out))
@@ -380,7 +380,7 @@ static int parse_tensors(const cJSON *arr, hz_artifact *art, uint64_t lo, uint64
             rc = hz_error(HZ_EFORMAT, "%s: manifest: %s is not an object", what, where);
             goto done;
         }
-        const char *name;
+        const char *name = NULL;
         if ((rc = json_str(t, "name", &name, what, where))) goto done;
         const hz_tensor_spec *sp = bsearch(name, specs, n_specs, sizeof *specs, spec_key_cmp);
         if (!sp) {

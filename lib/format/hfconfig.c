@@ -97,7 +97,7 @@ static int opt_token(const cJSON *root, const char *key, int32_t dflt, uint32_t 
     }
     if (cJSON_IsArray(v)) {
         for (const cJSON *e = v->child; e; e = e->next) {
-            uint32_t id;
+            uint32_t id = 0;
             if (as_u32(e, key, &id) != HZ_OK || id > INT32_MAX)
                 return hz_error(HZ_EFORMAT, "config.json: key '%s' must list non-negative token ids", key);
         }
@@ -107,7 +107,7 @@ static int opt_token(const cJSON *root, const char *key, int32_t dflt, uint32_t 
             return HZ_OK;
         }
     }
-    uint32_t id;
+    uint32_t id = 0;
     if (as_u32(v, key, &id) != HZ_OK || id > INT32_MAX)
         return hz_error(HZ_EFORMAT, "config.json: key '%s' must be a token id, a list of them, or null", key);
     *out = (int32_t)id;
@@ -184,7 +184,7 @@ static int parse_olmoe(const cJSON *root, hz_model_config *c) {
     TRY(req_u32(root, "intermediate_size", &c->expert_inter));
     const cJSON *ne = item(root, "num_experts"), *nle = item(root, "num_local_experts");
     if (!absent(ne) && !absent(nle)) {
-        uint32_t a, b;
+        uint32_t a = 0, b = 0;
         TRY(as_u32(ne, "num_experts", &a));
         TRY(as_u32(nle, "num_local_experts", &b));
         if (a != b)
@@ -216,7 +216,7 @@ static int parse_qwen2moe(const cJSON *root, hz_model_config *c) {
     TRY(opt_float(root, "rms_norm_eps", 1e-6f, &c->rms_eps));
     TRY(opt_bool(root, "qkv_bias", 1, &c->qkv_bias));
     c->qk_norm = 0;
-    uint32_t step;
+    uint32_t step = 0;
     TRY(opt_u32(root, "decoder_sparse_step", 1, &step));
     if (step != 1)
         return hz_error(HZ_EUNSUPPORTED, "config.json: decoder_sparse_step %u is not supported (every layer must be sparse: 1)",
@@ -227,7 +227,7 @@ static int parse_qwen2moe(const cJSON *root, hz_model_config *c) {
         if (cJSON_GetArraySize(mlp_only) != 0)
             return hz_error(HZ_EUNSUPPORTED, "config.json: mlp_only_layers must be empty (dense layers are not supported)");
     }
-    int sliding;
+    int sliding = 0;
     TRY(opt_bool(root, "use_sliding_window", 0, &sliding));
     if (sliding) return hz_error(HZ_EUNSUPPORTED, "config.json: use_sliding_window true is not supported");
     TRY(opt_token(root, "eos_token_id", -1, c->vocab, &c->eos));

@@ -211,37 +211,50 @@ static void bench_shape(const shape *sh, int repeats) {
             CK(cudaEventSynchronize(e1));
             if (r >= 0) CK(cudaEventElapsedTime(&ts[r], e0, e1));
         }
-        /* graph mode: a few graphs of kBatch layers each (different routings), replayed in turn */
+        /* graph mode: a few graphs of kBatch layers each (different routings), replayed in turn. A
+         * capture that fails is reported and leaves the graph column empty rather than ending the run. */
         enum { kGraphs = 4 };
         cudaGraphExec_t ge[kGraphs];
-        for (int g = 0; g < kGraphs; g++) {
-            cudaGraph_t graph;
+        int graphs = 0, graph_ok = 1;
+        for (int g = 0; g < kGraphs && graph_ok; g++) {
+            cudaGraph_t graph = NULL;
             DRAW_BATCH();
-            CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+            if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+                graph_ok = 0;
+                break;
+            }
             for (int b = 0; b < kBatch; b++) {
                 a.blobs = ptrs[b];
                 if (launch((executor)ex, &a, s) != 0) {
-                    fprintf(stderr, "capture launch failed: %s\n", hz_last_error_message());
-                    exit(1);
+                    fprintf(stderr, "  capture launch failed: %s\n", hz_last_error_message());
+                    graph_ok = 0;
+                    break;
                 }
             }
-            CK(cudaStreamEndCapture(s, &graph));
-            CK(cudaGraphInstantiate(&ge[g], graph, 0));
-            CK(cudaGraphDestroy(graph));
+            cudaError_t ce = cudaStreamEndCapture(s, &graph);
+            if (ce == cudaSuccess && graph_ok) ce = cudaGraphInstantiate(&ge[g], graph, 0);
+            if (graph) cudaGraphDestroy(graph);
+            if (ce != cudaSuccess || !graph_ok) {
+                fprintf(stderr, "  graph capture of %s failed: %s\n", kExName[ex], cudaGetErrorString(ce));
+                (void)cudaGetLastError();
+                graph_ok = 0;
+                break;
+            }
+            graphs++;
         }
-        for (int r = -kWarm; r < repeats; r++) {
+        for (int r = -kWarm; graph_ok && r < repeats; r++) {
             CK(cudaEventRecord(e0, s));
             CK(cudaGraphLaunch(ge[(r + kWarm) % kGraphs], s));
             CK(cudaEventRecord(e1, s));
             CK(cudaEventSynchronize(e1));
             if (r >= 0) CK(cudaEventElapsedTime(&tg[r], e0, e1));
         }
-        for (int g = 0; g < kGraphs; g++) CK(cudaGraphExecDestroy(ge[g]));
+        for (int g = 0; g < graphs; g++) CK(cudaGraphExecDestroy(ge[g]));
 
         result *res = &g_res[g_nres++];
         res->shape = sh->name;
         res->ex = kExName[ex];
-        res->us_graph = median(tg, repeats) * 1000.0f / kBatch;
+        res->us_graph = graph_ok ? median(tg, repeats) * 1000.0f / kBatch : NAN;
         res->us_stream = median(ts, repeats) * 1000.0f / kBatch;
         res->bytes = part_bytes;
         printf("  %-16s graph %8.2f us/layer (%7.1f GB/s)   stream %8.2f us/layer\n", kExName[ex], res->us_graph,

@@ -22,8 +22,9 @@
  * cancel to nearly zero from turning an absolute error of 1e-6 into a huge relative one. A wrong
  * nibble, scale, row or expert gives errors of order 1 and fails by three orders of magnitude.
  *
- * Set HZ_GPU_TEST_NO_FAULTS=1 to skip the deliberate failures (used under compute-sanitizer, which
- * reports failed API calls even when they are intended). */
+ * Environment: HZ_GPU_TEST_NO_FAULTS=1 skips the deliberate failures (used under compute-sanitizer,
+ * which reports failed API calls even when they are intended); HZ_GPU_TEST_TRIALS=N sets the trials
+ * per shape (fewer under the sanitizer); HZ_GPU_TEST_SEED=S changes the random seed (printed). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -481,7 +482,12 @@ int main(int argc, char **argv) {
         {"many", 96, 40, 13, 11, 3},       /* more experts than warps per block in down */
         {"single", 512, 768, 2, 1, 3},     /* one expert: down splits rows across all warps */
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
+    const char *tr = getenv("HZ_GPU_TEST_TRIALS");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        shape_case c = cases[i];
+        if (tr && atoi(tr) > 0) c.trials = atoi(tr);
+        run_case(&c);
+    }
     printf("%s (%d failure%s)\n", g_failures ? "FAILED" : "OK", g_failures, g_failures == 1 ? "" : "s");
     return g_failures ? 1 : 0;
 }

@@ -164,7 +164,7 @@ static void *worker_main(void *arg) {
             atomic_fetch_add(&r->consumers, 1);
         }
         if (st != HZ_OK) fail_once("thread %d release: %s: %s", w->id, hz_status_name(st), hz_last_error_message());
-        if (w->id == 0 && it % 64 == 63) {
+        if (w->id == 0 && it % 16 == 15) {
             char why[256];
             if (hz_cache_check_invariants(r->c, 1, why, sizeof why) != HZ_OK) fail_once("invariants: %s", why);
             atomic_fetch_add(&r->checks, 1);

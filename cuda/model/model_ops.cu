@@ -1,0 +1,457 @@
+/* Kernels of the non-routed decode path (see model_ops.cuh for the contract of each). */
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "model_ops.cuh"
+
+extern "C" {
+#include "core/core.h"
+}
+
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kGemvWarps = 8; /* rows per GEMV block: one warp per row */
+constexpr int kNormThreads = 256;
+constexpr int kAttnThreads = 256;
+constexpr int kRouteThreads = 256;
+constexpr int kArgmaxThreads = 1024;
+constexpr uint32_t kRouteMaxExperts = 1024;
+constexpr uint32_t kRouteMaxK = 64;
+
+/* A launch that failed to start (bad configuration, lost context) reports here, as HZ_EDEVICE naming
+ * the kernel; errors during execution surface at the next synchronising call of the backend. */
+int launched(const char *kernel) {
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) return HZ_OK;
+    return hz_error(HZ_EDEVICE, "model kernel %s: launch failed: %s (%s)", kernel, cudaGetErrorName(e),
+                    cudaGetErrorString(e));
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = kWarp / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* Block-wide sum or max; every thread gets the result. `red` holds one float per warp (+1). */
+template <bool MAX>
+__device__ float block_reduce(float v, float *red) {
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, nwarps = blockDim.x / kWarp;
+    v = MAX ? warp_max(v) : warp_sum(v);
+    __syncthreads(); /* red may still be read by a previous reduction */
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        float r = lane < nwarps ? red[lane] : (MAX ? -INFINITY : 0.0f);
+        r = MAX ? warp_max(r) : warp_sum(r);
+        if (lane == 0) red[kWarp] = r;
+    }
+    __syncthreads();
+    return red[kWarp];
+}
+
+__device__ __forceinline__ float h2f(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }
+__device__ __forceinline__ uint16_t f2h(float f) { return __half_as_ushort(__float2half_rn(f)); }
+__device__ __forceinline__ float round16(float f) { return __half2float(__float2half_rn(f)); }
+
+/* Eight FP16 weights times eight FP16 activations, added to acc in FP32. */
+__device__ __forceinline__ float dot8(uint4 w, uint4 x, float acc) {
+    const __half2 *wh = reinterpret_cast<const __half2 *>(&w);
+    const __half2 *xh = reinterpret_cast<const __half2 *>(&x);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float2 a = __half22float2(wh[i]), b = __half22float2(xh[i]);
+        acc = fmaf(a.x, b.x, acc);
+        acc = fmaf(a.y, b.y, acc);
+    }
+    return acc;
+}
+
+/* ---- GEMV ------------------------------------------------------------------------------------ */
+
+struct mgemv_params {
+    hz_mgemv_seg seg[HZ_MGEMV_MAX_SEGS];
+    uint32_t start[HZ_MGEMV_MAX_SEGS + 1]; /* first global row of each segment; start[nseg] = total */
+    uint32_t nseg;
+    uint32_t in;
+    const uint16_t *x;
+};
+
+/* One warp per output row. VEC: 16-byte loads of weights and activations (in % 8 == 0), four loads in
+ * flight per lane before their FMAs; weights are streamed (read once per step, evict first), the
+ * activation vector stays in L1 for the block's other warps. */
+template <bool VEC>
+__global__ void __launch_bounds__(kGemvWarps *kWarp) mgemv_kernel(const mgemv_params p) {
+    const uint32_t row = blockIdx.x * kGemvWarps + threadIdx.x / kWarp;
+    const uint32_t lane = threadIdx.x % kWarp;
+    if (row >= p.start[p.nseg]) return;
+    uint32_t s = 0;
+    while (row >= p.start[s + 1]) s++;
+    const uint32_t r = row - p.start[s];
+    const uint16_t *w = p.seg[s].w + (size_t)r * p.in;
+    float acc = 0.0f;
+    if (VEC) {
+        const uint32_t chunks = p.in / 8u;
+        const uint4 *w4 = reinterpret_cast<const uint4 *>(w);
+        const uint4 *x4 = reinterpret_cast<const uint4 *>(p.x);
+        uint32_t c = lane;
+        for (; c + 3u * kWarp < chunks; c += 4u * kWarp) {
+            uint4 wv[4], xv[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) wv[u] = __ldcs(w4 + c + u * kWarp);
+#pragma unroll
+            for (int u = 0; u < 4; u++) xv[u] = __ldg(x4 + c + u * kWarp);
+#pragma unroll
+            for (int u = 0; u < 4; u++) acc = dot8(wv[u], xv[u], acc);
+        }
+        for (; c < chunks; c += kWarp) acc = dot8(__ldcs(w4 + c), __ldg(x4 + c), acc);
+    } else {
+        for (uint32_t i = lane; i < p.in; i += kWarp) acc = fmaf(h2f(w[i]), h2f(p.x[i]), acc);
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) {
+        const hz_mgemv_seg &sg = p.seg[s];
+        float v = acc + (sg.bias ? h2f(sg.bias[r]) : 0.0f);
+        if (sg.out_f32)
+            static_cast<float *>(sg.y)[r] = v;
+        else
+            static_cast<uint16_t *>(sg.y)[r] = f2h(v);
+    }
+}
+
+/* ---- residual + RMSNorm ------------------------------------------------------------------------ */
+
+__global__ void __launch_bounds__(kNormThreads) resnorm_kernel(const hz_resnorm_args a) {
+    __shared__ float red[kWarp + 1];
+    float sg = 0.0f;
+    if (a.acc && a.shared) sg = 1.0f / (1.0f + expf(-h2f(a.shared_gate[0])));
+    float ss = 0.0f;
+    for (uint32_t i = threadIdx.x; i < a.n; i += blockDim.x) {
+        float src = h2f(a.h_in ? a.h_in[i] : a.h[i]);
+        float h = src;
+        if (a.d || a.acc) {
+            float d;
+            if (a.acc) {
+                d = round16(a.acc[i]);
+                if (a.shared) d = round16(__fadd_rn(d, round16(__fmul_rn(sg, h2f(a.shared[i])))));
+            } else {
+                d = h2f(a.d[i]);
+            }
+            h = round16(__fadd_rn(src, d));
+        }
+        a.h[i] = f2h(h);
+        ss = fmaf(h, h, ss);
+    }
+    if (!a.w) return;
+    ss = block_reduce<false>(ss, red);
+    const float inv = 1.0f / sqrtf(ss / (float)a.n + a.eps);
+    /* Each thread reads back only the elements it wrote itself. */
+    for (uint32_t i = threadIdx.x; i < a.n; i += blockDim.x)
+        a.y[i] = f2h(__fmul_rn(h2f(a.w[i]), round16(__fmul_rn(h2f(a.h[i]), inv))));
+}
+
+/* ---- q/k norm, RoPE, KV store ------------------------------------------------------------------- */
+
+/* Block 0: q (in place); block 1: k -> k_dst; block 2: v -> v_dst. Dynamic shared memory: one FP32
+ * vector of the larger of the q and k widths. */
+__global__ void __launch_bounds__(kNormThreads) qkv_post_kernel(const hz_qkv_post_args a) {
+    extern __shared__ float buf[];
+    __shared__ float red[kWarp + 1];
+    const uint32_t D = a.head_dim, half = D / 2u;
+    if (blockIdx.x == 2) {
+        const uint32_t n = a.kv_heads * D;
+        for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) a.v_dst[i] = a.v[i];
+        return;
+    }
+    const bool isq = blockIdx.x == 0;
+    const uint32_t heads = isq ? a.heads : a.kv_heads, n = heads * D;
+    const uint16_t *x = isq ? a.q : a.k;
+    const uint16_t *nw = isq ? a.q_norm : a.k_norm;
+    uint16_t *dst = isq ? a.q : a.k_dst;
+    float ss = 0.0f;
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+        float v = h2f(x[i]);
+        buf[i] = v;
+        ss = fmaf(v, v, ss);
+    }
+    if (nw) {
+        ss = block_reduce<false>(ss, red);
+        const float inv = 1.0f / sqrtf(ss / (float)n + a.eps);
+        for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
+            buf[i] = round16(__fmul_rn(h2f(nw[i]), round16(__fmul_rn(buf[i], inv))));
+    }
+    __syncthreads();
+    for (uint32_t idx = threadIdx.x; idx < heads * half; idx += blockDim.x) {
+        const uint32_t h = idx / half, i = idx % half;
+        const float c = a.rope_cs[i], s = a.rope_cs[half + i];
+        const float x0 = buf[h * D + i], x1 = buf[h * D + i + half];
+        dst[h * D + i] = f2h(__fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s)));
+        dst[h * D + i + half] = f2h(__fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s)));
+    }
+}
+
+/* ---- decode attention ---------------------------------------------------------------------------- */
+
+/* One block per query head. Scores: one warp per cached position (lanes split the head dimension,
+ * FP16 pairs), kept in the FP32 scratch row of the head; then max, exp, sum and normalise; then the
+ * weighted sum of V with the threads split into G groups of D (group g takes positions g, g+G, ...),
+ * the groups' partial sums added in group order. */
+__global__ void __launch_bounds__(kAttnThreads)
+    attention_kernel(const uint16_t *q, const uint16_t *kc, const uint16_t *vc, uint16_t *out, float *scores,
+                     uint32_t score_stride, uint32_t kv_group, uint32_t kv_width, uint32_t D, uint32_t n_pos,
+                     float scale) {
+    extern __shared__ float sm[]; /* qf [D] | partial [G x D] */
+    __shared__ float red[kWarp + 1];
+    const uint32_t h = blockIdx.x, lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    const uint32_t nwarps = blockDim.x / kWarp;
+    float *qf = sm, *part = sm + D;
+    float *sc = scores + (size_t)h * score_stride;
+    const uint16_t *kh = kc + (size_t)(h / kv_group) * D, *vh = vc + (size_t)(h / kv_group) * D;
+    for (uint32_t d = threadIdx.x; d < D; d += blockDim.x) qf[d] = h2f(q[(size_t)h * D + d]);
+    __syncthreads();
+
+    float mx = -INFINITY;
+    for (uint32_t j = warp; j < n_pos; j += nwarps) {
+        const __half2 *k2 = reinterpret_cast<const __half2 *>(kh + (size_t)j * kv_width);
+        float acc = 0.0f;
+        for (uint32_t e = lane; e < D / 2u; e += kWarp) {
+            float2 kv = __half22float2(k2[e]);
+            acc = fmaf(qf[2 * e], kv.x, acc);
+            acc = fmaf(qf[2 * e + 1], kv.y, acc);
+        }
+        acc = warp_sum(acc) * scale;
+        if (lane == 0) sc[j] = acc;
+        mx = fmaxf(mx, acc);
+    }
+    mx = block_reduce<true>(mx, red); /* its barriers also publish the scores */
+    float sum = 0.0f;
+    for (uint32_t j = threadIdx.x; j < n_pos; j += blockDim.x) {
+        float e = expf(sc[j] - mx);
+        sc[j] = e;
+        sum += e;
+    }
+    sum = block_reduce<false>(sum, red);
+    const float inv = 1.0f / sum;
+    for (uint32_t j = threadIdx.x; j < n_pos; j += blockDim.x) sc[j] *= inv;
+    __syncthreads();
+
+    const uint32_t G = blockDim.x / D;
+    if (threadIdx.x < G * D) {
+        const uint32_t d = threadIdx.x % D, g = threadIdx.x / D;
+        float acc = 0.0f;
+        for (uint32_t j = g; j < n_pos; j += G) acc = fmaf(sc[j], h2f(vh[(size_t)j * kv_width + d]), acc);
+        part[g * D + d] = acc;
+    }
+    __syncthreads();
+    for (uint32_t d = threadIdx.x; d < D; d += blockDim.x) {
+        float acc = 0.0f;
+        for (uint32_t g = 0; g < G; g++) acc += part[g * D + d];
+        out[(size_t)h * D + d] = f2h(acc);
+    }
+}
+
+/* ---- router -------------------------------------------------------------------------------------- */
+
+/* Softmax in parallel except the sum, which one thread adds in expert order as forward.c does; the
+ * top-k selection is the CPU's insertion rule (strict >, so ties keep the lower id), then sorted by id. */
+__global__ void __launch_bounds__(kRouteThreads)
+    route_kernel(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out, float *w_out,
+                 const void *const *table, const void **rows_out) {
+    __shared__ float p[kRouteMaxExperts];
+    __shared__ float red[kWarp + 1];
+    __shared__ float inv_sum;
+    float mx = -INFINITY;
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
+        p[e] = h2f(logits[e]);
+        mx = fmaxf(mx, p[e]);
+    }
+    mx = block_reduce<true>(mx, red);
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] = expf(p[e] - mx);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float sum = 0.0f;
+        for (uint32_t e = 0; e < E; e++) sum += p[e];
+        inv_sum = 1.0f / sum;
+    }
+    __syncthreads();
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] *= inv_sum;
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    uint32_t ids[kRouteMaxK];
+    float vals[kRouteMaxK];
+    uint32_t n = 0;
+    for (uint32_t e = 0; e < E; e++) {
+        if (n == K && !(p[e] > vals[K - 1])) continue;
+        uint32_t i = n < K ? n++ : K - 1;
+        while (i > 0 && p[e] > vals[i - 1]) {
+            vals[i] = vals[i - 1];
+            ids[i] = ids[i - 1];
+            i--;
+        }
+        vals[i] = p[e];
+        ids[i] = e;
+    }
+    if (norm_topk) {
+        float sum = 0.0f;
+        for (uint32_t k = 0; k < K; k++) sum += vals[k];
+        for (uint32_t k = 0; k < K; k++) vals[k] /= sum;
+    }
+    for (uint32_t k = 1; k < K; k++) { /* ascending ids: the executor's order */
+        uint32_t id = ids[k];
+        float v = vals[k];
+        uint32_t i = k;
+        for (; i > 0 && ids[i - 1] > id; i--) {
+            ids[i] = ids[i - 1];
+            vals[i] = vals[i - 1];
+        }
+        ids[i] = id;
+        vals[i] = v;
+    }
+    for (uint32_t k = 0; k < K; k++) {
+        ids_out[k] = ids[k];
+        w_out[k] = vals[k];
+        if (table) rows_out[k] = table[ids[k]];
+    }
+}
+
+/* ---- SiLU-and-multiply, argmax ----------------------------------------------------------------- */
+
+__global__ void silu_mul_kernel(const float *g, const float *u, uint16_t *a, uint32_t n) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float gi = g[i];
+        a[i] = f2h(gi / (1.0f + expf(-gi)) * u[i]);
+    }
+}
+
+__global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float *x, uint32_t n, int32_t *out) {
+    __shared__ float bv[kArgmaxThreads / kWarp];
+    __shared__ uint32_t bi[kArgmaxThreads / kWarp];
+    float best = -INFINITY;
+    uint32_t idx = 0xffffffffu;
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
+        if (x[i] > best || idx == 0xffffffffu) { /* ascending scan: the first maximum stays */
+            best = x[i];
+            idx = i;
+        }
+    for (int o = kWarp / 2; o > 0; o >>= 1) {
+        float ov = __shfl_xor_sync(0xffffffffu, best, o);
+        uint32_t oi = __shfl_xor_sync(0xffffffffu, idx, o);
+        if (oi != 0xffffffffu && (idx == 0xffffffffu || ov > best || (ov == best && oi < idx))) {
+            best = ov;
+            idx = oi;
+        }
+    }
+    const uint32_t lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    if (lane == 0) {
+        bv[warp] = best;
+        bi[warp] = idx;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (uint32_t w = 1; w < blockDim.x / kWarp; w++)
+            if (bi[w] != 0xffffffffu && (idx == 0xffffffffu || bv[w] > best || (bv[w] == best && bi[w] < idx))) {
+                best = bv[w];
+                idx = bi[w];
+            }
+        *out = (int32_t)idx;
+    }
+}
+
+} // namespace
+
+/* ---- launch functions --------------------------------------------------------------------------- */
+
+extern "C" int hz_model_gemv(const uint16_t *x, uint32_t in, const hz_mgemv_seg *segs, uint32_t nseg, void *stream) {
+    if (!x || !segs || nseg == 0 || nseg > HZ_MGEMV_MAX_SEGS || in == 0)
+        return hz_error(HZ_EINVAL, "model gemv: bad arguments (%u segments, in %u)", nseg, in);
+    mgemv_params p = {};
+    p.nseg = nseg;
+    p.in = in;
+    p.x = x;
+    bool vec = in % 8u == 0 && ((uintptr_t)x & 15u) == 0;
+    uint64_t total = 0;
+    for (uint32_t s = 0; s < nseg; s++) {
+        if (!segs[s].w || !segs[s].y || segs[s].rows == 0)
+            return hz_error(HZ_EINVAL, "model gemv: segment %u has no weights, output or rows", s);
+        if (((uintptr_t)segs[s].w & 15u) != 0) vec = false;
+        p.seg[s] = segs[s];
+        p.start[s] = (uint32_t)total;
+        total += segs[s].rows;
+    }
+    if (total > 0xffffffffu / 2u) return hz_error(HZ_EINVAL, "model gemv: %llu rows", (unsigned long long)total);
+    p.start[nseg] = (uint32_t)total;
+    const uint32_t blocks = (uint32_t)((total + kGemvWarps - 1) / kGemvWarps);
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    if (vec)
+        mgemv_kernel<true><<<blocks, kGemvWarps * kWarp, 0, s>>>(p);
+    else
+        mgemv_kernel<false><<<blocks, kGemvWarps * kWarp, 0, s>>>(p);
+    return launched("gemv");
+}
+
+extern "C" int hz_model_resnorm(const hz_resnorm_args *a, void *stream) {
+    if (!a || !a->h || a->n == 0 || (a->w && !a->y) || (a->shared && (!a->acc || !a->shared_gate)))
+        return hz_error(HZ_EINVAL, "model resnorm: bad arguments");
+    resnorm_kernel<<<1, kNormThreads, 0, static_cast<cudaStream_t>(stream)>>>(*a);
+    return launched("resnorm");
+}
+
+extern "C" int hz_model_qkv_post(const hz_qkv_post_args *a, void *stream) {
+    if (!a || !a->q || !a->k || !a->v || !a->k_dst || !a->v_dst || !a->rope_cs || a->head_dim == 0 ||
+        a->head_dim % 2u || a->heads == 0 || a->kv_heads == 0 || (!a->q_norm != !a->k_norm))
+        return hz_error(HZ_EINVAL, "model qkv_post: bad arguments");
+    const uint32_t n = (a->heads > a->kv_heads ? a->heads : a->kv_heads) * a->head_dim;
+    const size_t smem = (size_t)n * sizeof(float);
+    if (smem > 48u * 1024u)
+        return hz_error(HZ_EUNSUPPORTED, "model qkv_post: projection width %u above the 12288 supported", n);
+    qkv_post_kernel<<<3, kNormThreads, smem, static_cast<cudaStream_t>(stream)>>>(*a);
+    return launched("qkv_post");
+}
+
+extern "C" int hz_model_attention(const uint16_t *q, const uint16_t *kc, const uint16_t *vc, uint16_t *out,
+                                  float *scores, uint32_t score_stride, uint32_t heads, uint32_t kv_heads,
+                                  uint32_t head_dim, uint32_t n_pos, void *stream) {
+    if (!q || !kc || !vc || !out || !scores || heads == 0 || kv_heads == 0 || heads % kv_heads || n_pos == 0 ||
+        score_stride < n_pos || head_dim == 0 || head_dim % 2u)
+        return hz_error(HZ_EINVAL, "model attention: bad arguments");
+    if (head_dim > (uint32_t)kAttnThreads)
+        return hz_error(HZ_EUNSUPPORTED, "model attention: head_dim %u above the %d supported", head_dim, kAttnThreads);
+    const uint32_t G = kAttnThreads / head_dim;
+    const size_t smem = (size_t)(head_dim + G * head_dim) * sizeof(float);
+    const float scale = 1.0f / sqrtf((float)head_dim);
+    attention_kernel<<<heads, kAttnThreads, smem, static_cast<cudaStream_t>(stream)>>>(
+        q, kc, vc, out, scores, score_stride, heads / kv_heads, kv_heads * head_dim, head_dim, n_pos, scale);
+    return launched("attention");
+}
+
+extern "C" int hz_model_route(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
+                              float *w_out, const void *const *table, const void **rows_out, void *stream) {
+    if (!logits || !ids_out || !w_out || (table && !rows_out) || E == 0 || K == 0 || K > E)
+        return hz_error(HZ_EINVAL, "model route: bad arguments (E %u, K %u)", E, K);
+    if (E > kRouteMaxExperts || K > kRouteMaxK)
+        return hz_error(HZ_EUNSUPPORTED, "model route: %u experts top-%u (at most %u, top-%u)", E, K,
+                        kRouteMaxExperts, kRouteMaxK);
+    route_kernel<<<1, kRouteThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, E, K, norm_topk, ids_out, w_out,
+                                                                               table, rows_out);
+    return launched("route");
+}
+
+extern "C" int hz_model_silu_mul(const float *g, const float *u, uint16_t *a, uint32_t n, void *stream) {
+    if (!g || !u || !a || n == 0) return hz_error(HZ_EINVAL, "model silu_mul: bad arguments");
+    silu_mul_kernel<<<(n + 255u) / 256u, 256, 0, static_cast<cudaStream_t>(stream)>>>(g, u, a, n);
+    return launched("silu_mul");
+}
+
+extern "C" int hz_model_argmax(const float *x, uint32_t n, int32_t *out, void *stream) {
+    if (!x || !out || n == 0) return hz_error(HZ_EINVAL, "model argmax: bad arguments");
+    argmax_kernel<<<1, kArgmaxThreads, 0, static_cast<cudaStream_t>(stream)>>>(x, n, out);
+    return launched("argmax");
+}
