@@ -41,6 +41,20 @@ typedef struct hz_moe_call {
      * and calls groups in ascending id order, so every token's experts are added in ascending id order
      * no matter how they were grouped. */
     float *acc;
+    /* Device executors only (cuda; the cpu executors ignore these, callers there leave them zero).
+     * x and acc are device addresses, topk_ids / topk_w / group_ids / rows stay host arrays (rows holding
+     * device addresses), and:
+     *   group_w   device FP32 [T x n_group]: the weight of group expert g for token t, 0 when t does
+     *             not route to it (the kernels take weights in the experts' order, so the caller, which
+     *             computed the routing on the device, lays them out once instead of the executor
+     *             searching topk_ids);
+     *   scratch   device scratch, 256-byte aligned, of hz_exec_cuda_scratch_bytes(layout) bytes, owned
+     *             by the caller: one per session, since sessions share the backend's compute queue;
+     *   queue     the native compute queue (cudaStream_t) the work is enqueued on. */
+    const float *group_w;
+    void *scratch;
+    uint64_t scratch_bytes;
+    void *queue;
 } hz_moe_call;
 
 typedef struct hz_executor hz_executor;
