@@ -45,6 +45,8 @@ extern "C" {
 /* hz_w4a16_args.flags */
 #define HZ_W4A16_PDL 0x1u /* grouped: launch the down pass with programmatic dependent launch, so its
                              weight loads overlap the tail of the gate/up pass (sm_90) */
+#define HZ_W4A16_CUDA_CORES 0x2u /* grouped: expand and accumulate on the FP32 CUDA cores instead of the
+                                    tensor cores (a second, independent implementation; slower) */
 
 typedef struct hz_w4a16_args {
     const hz_expert_layout *layout; /* host pointer: the blob layout of every expert of the call */

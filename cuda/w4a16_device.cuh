@@ -133,6 +133,91 @@ static __device__ __forceinline__ void hz_load_act_chunk(const __half *v, uint32
     }
 }
 
+/* ---- the tensor-core expansion (grouped executor's default path) ---------------------------------
+ *
+ * mma.sync m16n8k16 (FP16 inputs, FP32 accumulation) computes 16 rows x 16 k per instruction. The
+ * products of FP16 inputs are exact, so with A = codes - 8 (exact in FP16) and B = activations the
+ * numerics are those of the definition: exact products, FP32 sums, scale applied per 256-block.
+ *
+ * A 16-byte chunk expands into 16 registers of two FP16 values each (code - 8), in "pair" order
+ * P[4m + r] for word m of the chunk:
+ *     r = 0: values (4m,      4m + 2)        low nibbles of bytes 4m, 4m+2
+ *     r = 1: values (4m + 1,  4m + 3)        low nibbles of bytes 4m+1, 4m+3
+ *     r = 2: values (16 + 4m, 16 + 4m + 2)   high nibbles of bytes 4m, 4m+2
+ *     r = 3: values (17 + 4m, 17 + 4m + 2)   high nibbles of bytes 4m+1, 4m+3
+ * Low nibbles OR-ed into 0x6400 (FP16 1024) give 1024 + n, minus 1032 = n - 8; high nibbles masked in
+ * place give 1024 + 16n, times 1/16 minus 72 = n - 8. All exact; 9 instructions per 8 values. The
+ * activations are arranged in the same pair order (hz_load_act_pairs), and since the k index of an
+ * MMA is only a summation index, any arrangement that A and B share is correct. */
+static __device__ __forceinline__ void hz_expand_pairs(uint4 q, uint32_t (&h)[16]) {
+    const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int m = 0; m < 4; m++) {
+        const uint32_t lo = w[m], sh = w[m] >> 8;
+        const uint32_t p0 = (lo & 0x000F000Fu) | 0x64006400u, p1 = (lo & 0x00F000F0u) | 0x64006400u;
+        const uint32_t p2 = (sh & 0x000F000Fu) | 0x64006400u, p3 = (sh & 0x00F000F0u) | 0x64006400u;
+        asm("sub.f16x2 %0, %1, %2;" : "=r"(h[4 * m + 0]) : "r"(p0), "r"(0x64086408u));
+        asm("sub.f16x2 %0, %1, %2;" : "=r"(h[4 * m + 1]) : "r"(p2), "r"(0x64086408u));
+        asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(h[4 * m + 2]) : "r"(p1), "r"(0x2C002C00u), "r"(0xD480D480u));
+        asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(h[4 * m + 3]) : "r"(p3), "r"(0x2C002C00u), "r"(0xD480D480u));
+    }
+}
+
+/* The 32 FP16 activations of chunk c (zero past len) in pair order. kL2Only as hz_load_act_chunk. */
+template <bool kL2Only>
+static __device__ __forceinline__ void hz_load_act_pairs(const __half *v, uint32_t len, uint32_t c, uint32_t (&xh)[16]) {
+    const uint32_t base = 32u * c;
+    uint32_t wv[16];
+    if (base + 32u <= len && (reinterpret_cast<uintptr_t>(v) & 15u) == 0) {
+        const uint4 *src = reinterpret_cast<const uint4 *>(v + base);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint4 t = kL2Only ? __ldcg(src + i) : __ldg(src + i);
+            wv[4 * i + 0] = t.x;
+            wv[4 * i + 1] = t.y;
+            wv[4 * i + 2] = t.z;
+            wv[4 * i + 3] = t.w;
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < 16; i++) {
+            const uint32_t i0 = base + 2u * i, i1 = i0 + 1u;
+            uint32_t b0 = 0, b1 = 0;
+            if (i0 < len) b0 = __half_as_ushort(kL2Only ? __ldcg(v + i0) : __ldg(v + i0));
+            if (i1 < len) b1 = __half_as_ushort(kL2Only ? __ldcg(v + i1) : __ldg(v + i1));
+            wv[i] = b0 | (b1 << 16);
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < 4; m++) {
+        xh[4 * m + 0] = __byte_perm(wv[2 * m], wv[2 * m + 1], 0x5410);
+        xh[4 * m + 1] = __byte_perm(wv[2 * m], wv[2 * m + 1], 0x7632);
+        xh[4 * m + 2] = __byte_perm(wv[8 + 2 * m], wv[9 + 2 * m], 0x5410);
+        xh[4 * m + 3] = __byte_perm(wv[8 + 2 * m], wv[9 + 2 * m], 0x7632);
+    }
+}
+
+/* d += A * B for one m16n8k16 tile (row-major A, column-major B, FP32 accumulators). */
+static __device__ __forceinline__ void hz_mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                                   uint32_t b0, uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* One 128-value segment of two rows against the shared activations: lane (g = lane / 4, t = lane % 4)
+ * holds chunk t of the segment for row A (MMA row g) and row B (MMA row g + 8) and the activations
+ * of the same chunk. B's eight columns all carry the activations, so every lane ends with its own
+ * rows' sums: d[0] (row A) and d[2] (row B), no shuffles needed. */
+static __device__ __forceinline__ void hz_mma_segment(float (&d)[4], uint4 qa, uint4 qb, const uint32_t (&xh)[16]) {
+    uint32_t ha[16], hb[16];
+    hz_expand_pairs(qa, ha);
+    hz_expand_pairs(qb, hb);
+#pragma unroll
+    for (int j = 0; j < 8; j++) hz_mma16816(d, ha[2 * j], hb[2 * j], ha[2 * j + 1], hb[2 * j + 1], xh[2 * j], xh[2 * j + 1]);
+}
+
 static __device__ __forceinline__ float hz_warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -45,7 +45,7 @@ struct DownParams {
     __half *y;
     float *acc;
     uint64_t down_q, down_s;
-    uint32_t hidden, ikp, n, segs, rows_per_block;
+    uint32_t hidden, ikp, n, segs, rows_per_block, ksplit;
 };
 
 /* CPL: chunks per lane (ceil(kp / 1024)); BATCH: rows whose loads are in flight together. The
@@ -188,6 +188,173 @@ __global__ void __launch_bounds__(kDnWarps * 32, CPL <= 2 ? 2 : 1) hz_down_kerne
     }
 }
 
+/* ---- tensor-core path (default) ----------------------------------------------------------------- */
+
+constexpr int kMmaGuWarps = 4;
+constexpr int kRing = 8; /* segments (128 values of each row) whose loads are kept in flight */
+
+/* gate_up: a warp owns 8 rows i .. i+7 of one expert; MMA rows 0-7 are gate rows, 8-15 the up rows
+ * with the same index, so lane (g, t) finishes with gate_i+g in d[0] and up_i+g in d[2] and computes
+ * a = fp16(silu(g) * u) itself. Codes and scales for the next kRing segments are always in flight:
+ * slot s % kRing is refilled with segment s + kRing as soon as segment s has been taken out. */
+__global__ void __launch_bounds__(kMmaGuWarps * 32) hz_gate_up_mma_kernel(const __grid_constant__ GateUpParams p) {
+    hz_griddep_launch_dependents();
+    const uint32_t lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u;
+    const uint32_t gw = blockIdx.x * kMmaGuWarps + (threadIdx.x >> 5);
+    const uint32_t tiles = (p.ikp + 7u) / 8u;
+    const uint32_t e = gw / tiles;
+    if (e >= p.n) return;
+    const uint32_t i = (gw % tiles) * 8u + g;
+    const bool row_ok = i < p.inter_n;
+    const uint8_t *blob = hz_blob(p.ptrs, p.blobs_dev, (int)e);
+    const uint32_t nseg = p.hkp / 128u, row_bytes = p.hkp / 2u, nblocks = p.hkp / HZ_QBLOCK;
+    const uint64_t r = row_ok ? i : 0;
+    const uint8_t *gq = blob + p.gate_q + r * row_bytes, *uq = blob + p.up_q + r * row_bytes;
+    const uint8_t *gs = blob + p.gate_s + r * nblocks * 2u, *us = blob + p.up_s + r * nblocks * 2u;
+
+    uint4 rg[kRing], ru[kRing];
+    float sg[kRing], su[kRing];
+#pragma unroll
+    for (int k = 0; k < kRing; k++) {
+        rg[k] = ru[k] = make_uint4(0, 0, 0, 0);
+        sg[k] = su[k] = 0.0f;
+        if (row_ok && (uint32_t)k < nseg) {
+            rg[k] = hz_ld_stream(gq + 16u * (4u * k + t));
+            ru[k] = hz_ld_stream(uq + 16u * (4u * k + t));
+            sg[k] = hz_ld_scale(gs + 2u * (k >> 1));
+            su[k] = hz_ld_scale(us + 2u * (k >> 1));
+        }
+    }
+    float acc_g = 0.0f, acc_u = 0.0f, d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 1
+    for (uint32_t s0 = 0; s0 < nseg; s0 += kRing) {
+#pragma unroll
+        for (int k = 0; k < kRing; k++) {
+            const uint32_t s = s0 + k;
+            if (s >= nseg) break;
+            const uint4 qg = rg[k], qu = ru[k];
+            const float cg = sg[k], cu = su[k];
+            const uint32_t sn = s + kRing;
+            if (row_ok && sn < nseg) {
+                rg[k] = hz_ld_stream(gq + 16u * (4u * sn + t));
+                ru[k] = hz_ld_stream(uq + 16u * (4u * sn + t));
+                sg[k] = hz_ld_scale(gs + 2u * (sn >> 1));
+                su[k] = hz_ld_scale(us + 2u * (sn >> 1));
+            }
+            uint32_t xh[16];
+            hz_load_act_pairs<false>(p.x, p.hidden, 4u * s + t, xh);
+            hz_mma_segment(d, qg, qu, xh);
+            if (s & 1u) { /* end of a 256-value block: apply its scales */
+                acc_g = fmaf(cg, d[0], acc_g);
+                acc_u = fmaf(cu, d[2], acc_u);
+                d[0] = d[1] = d[2] = d[3] = 0.0f;
+            }
+        }
+    }
+    if (t == 0 && i < p.ikp)
+        p.inter[(uint64_t)e * p.ikp + i] = row_ok ? __float2half_rn(hz_silu_mul(acc_g, acc_u)) : __float2half_rn(0.0f);
+}
+
+/* down: a task is (expert, 16 output rows, K split); the block's warps cover all experts of its rows
+ * (and all K splits), park y_e[j] in shared memory, and one thread per row adds the experts in order.
+ * Launched with programmatic dependent launch, a warp fills its ring before griddepcontrol.wait. */
+__global__ void __launch_bounds__(kDnWarps * 32) hz_down_mma_kernel(const __grid_constant__ DownParams p) {
+    extern __shared__ float ys[]; /* [ksplit][n][rows_per_block] */
+    const uint32_t lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u, warp = threadIdx.x >> 5;
+    const uint32_t rb = p.rows_per_block, j0 = blockIdx.x * rb;
+    const uint32_t ntask = p.n * p.segs * p.ksplit;
+    const uint32_t nseg = p.ikp / 128u, row_bytes = p.ikp / 2u, nblocks = p.ikp / HZ_QBLOCK;
+    const uint32_t seg_per_split = nseg / p.ksplit;
+    bool waited = false;
+
+    for (uint32_t task = warp; task < ntask; task += kDnWarps) {
+        const uint32_t e = task % p.n, rest = task / p.n, tile = rest % p.segs, ks = rest / p.segs;
+        const uint32_t ja = j0 + tile * 16u + g, jb = ja + 8u;
+        const bool oka = ja < p.hidden, okb = jb < p.hidden;
+        const uint8_t *blob = hz_blob(p.ptrs, p.blobs_dev, (int)e);
+        const uint8_t *qa = blob + p.down_q + (uint64_t)(oka ? ja : 0) * row_bytes;
+        const uint8_t *qb = blob + p.down_q + (uint64_t)(okb ? jb : 0) * row_bytes;
+        const uint8_t *sa = blob + p.down_s + (uint64_t)(oka ? ja : 0) * nblocks * 2u;
+        const uint8_t *sb = blob + p.down_s + (uint64_t)(okb ? jb : 0) * nblocks * 2u;
+        const uint32_t sbeg = ks * seg_per_split, send = sbeg + seg_per_split;
+
+        uint4 ra[kRing], rbq[kRing];
+        float ca[kRing], cb[kRing];
+#pragma unroll
+        for (int k = 0; k < kRing; k++) {
+            const uint32_t s = sbeg + k;
+            ra[k] = rbq[k] = make_uint4(0, 0, 0, 0);
+            ca[k] = cb[k] = 0.0f;
+            if (s < send) {
+                if (oka) {
+                    ra[k] = hz_ld_stream(qa + 16u * (4u * s + t));
+                    ca[k] = hz_ld_scale(sa + 2u * (s >> 1));
+                }
+                if (okb) {
+                    rbq[k] = hz_ld_stream(qb + 16u * (4u * s + t));
+                    cb[k] = hz_ld_scale(sb + 2u * (s >> 1));
+                }
+            }
+        }
+        /* Everything below reads what the gate_up pass wrote. */
+        if (!waited) {
+            hz_griddep_wait();
+            waited = true;
+        }
+        const __half *av = p.inter + (uint64_t)e * p.ikp;
+        float acc_a = 0.0f, acc_b = 0.0f, d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 1
+        for (uint32_t s0 = sbeg; s0 < send; s0 += kRing) {
+#pragma unroll
+            for (int k = 0; k < kRing; k++) {
+                const uint32_t s = s0 + k;
+                if (s >= send) break;
+                const uint4 q0 = ra[k], q1 = rbq[k];
+                const float c0 = ca[k], c1 = cb[k];
+                const uint32_t sn = s + kRing;
+                if (sn < send) {
+                    if (oka) {
+                        ra[k] = hz_ld_stream(qa + 16u * (4u * sn + t));
+                        ca[k] = hz_ld_scale(sa + 2u * (sn >> 1));
+                    }
+                    if (okb) {
+                        rbq[k] = hz_ld_stream(qb + 16u * (4u * sn + t));
+                        cb[k] = hz_ld_scale(sb + 2u * (sn >> 1));
+                    }
+                }
+                uint32_t xh[16];
+                hz_load_act_pairs<true>(av, p.ikp, 4u * s + t, xh);
+                hz_mma_segment(d, q0, q1, xh);
+                if (s & 1u) {
+                    acc_a = fmaf(c0, d[0], acc_a);
+                    acc_b = fmaf(c1, d[2], acc_b);
+                    d[0] = d[1] = d[2] = d[3] = 0.0f;
+                }
+            }
+        }
+        if (t == 0) {
+            float *dst = ys + ((uint64_t)ks * p.n + e) * rb + tile * 16u + g;
+            dst[0] = acc_a;
+            dst[8] = acc_b;
+        }
+    }
+    if (!waited) hz_griddep_wait();
+    __syncthreads();
+
+    for (uint32_t jl = threadIdx.x; jl < rb; jl += blockDim.x) {
+        const uint32_t j = j0 + jl;
+        if (j >= p.hidden) break;
+        float s = p.acc ? __ldcg(p.acc + j) : 0.0f;
+        for (uint32_t e = 0; e < p.n; e++) {
+            float ye = 0.0f;
+            for (uint32_t ks = 0; ks < p.ksplit; ks++) ye += ys[((uint64_t)ks * p.n + e) * rb + jl];
+            s = fmaf(__ldcg(p.weights + e), ye, s);
+        }
+        if (p.acc) p.acc[j] = s;
+        if (p.y) p.y[j] = __float2half_rn(s);
+    }
+}
+
 void fill_ptrs(const hz_w4a16_args *a, hz_blob_ptrs *ptrs, const uint8_t *const **dev) {
     for (uint32_t e = 0; e < HZ_W4A16_MAX_EXPERTS; e++)
         ptrs->p[e] = (a->blobs && e < a->n) ? static_cast<const uint8_t *>(a->blobs[e]) : nullptr;
@@ -200,8 +367,8 @@ cudaError_t launch_gate_up(const GateUpParams &p, unsigned blocks, cudaStream_t 
     return cudaGetLastError();
 }
 
-template <int CPL, int BATCH>
-cudaError_t launch_down(const DownParams &p, unsigned blocks, size_t smem, bool pdl, cudaStream_t s) {
+cudaError_t launch_down_kernel(void (*kernel)(DownParams), const DownParams &p, unsigned blocks, size_t smem, bool pdl,
+                               cudaStream_t s) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(blocks);
     cfg.blockDim = dim3(kDnWarps * 32);
@@ -212,10 +379,10 @@ cudaError_t launch_down(const DownParams &p, unsigned blocks, size_t smem, bool 
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, hz_down_kernel<CPL, BATCH>, p);
+    return cudaLaunchKernelEx(&cfg, kernel, p);
 }
 
-constexpr int kMaxCpl = 4; /* kp up to 4096 */
+constexpr int kMaxCpl = 4; /* CUDA-core path: kp up to 4096 (activations live in registers) */
 
 } // namespace
 
@@ -225,7 +392,7 @@ extern "C" int hz_w4a16_grouped_gate_up_launch(const hz_w4a16_args *a, void *str
     if (st != HZ_OK) return st;
     const hz_expert_layout *l = a->layout;
     const int cpl = (int)((l->gate.kp + 1023u) / 1024u);
-    if (cpl > kMaxCpl)
+    if ((a->flags & HZ_W4A16_CUDA_CORES) && cpl > kMaxCpl)
         return hz_error(HZ_EUNSUPPORTED, "%s: hidden %u (padded %u) exceeds the %d supported", who, l->hidden,
                         l->gate.kp, kMaxCpl * 1024);
     GateUpParams p;
@@ -242,15 +409,21 @@ extern "C" int hz_w4a16_grouped_gate_up_launch(const hz_w4a16_args *a, void *str
     p.ikp = l->down.kp;
     p.n = a->n;
     p.warps_per_expert = (l->down.kp + kGuRows - 1) / kGuRows;
-    const uint64_t warps = (uint64_t)p.n * p.warps_per_expert;
-    const unsigned blocks = (unsigned)((warps + kGuWarps - 1) / kGuWarps);
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     cudaError_t e;
-    switch (cpl) {
-    case 1: e = launch_gate_up<1, 2>(p, blocks, s); break;
-    case 2: e = launch_gate_up<2, 2>(p, blocks, s); break;
-    case 3: e = launch_gate_up<3, 1>(p, blocks, s); break;
-    default: e = launch_gate_up<4, 1>(p, blocks, s); break;
+    if (!(a->flags & HZ_W4A16_CUDA_CORES)) {
+        const uint64_t warps = (uint64_t)p.n * ((p.ikp + 7u) / 8u);
+        hz_gate_up_mma_kernel<<<(unsigned)((warps + kMmaGuWarps - 1) / kMmaGuWarps), kMmaGuWarps * 32, 0, s>>>(p);
+        e = cudaGetLastError();
+    } else {
+        const uint64_t warps = (uint64_t)p.n * p.warps_per_expert;
+        const unsigned blocks = (unsigned)((warps + kGuWarps - 1) / kGuWarps);
+        switch (cpl) {
+        case 1: e = launch_gate_up<1, 2>(p, blocks, s); break;
+        case 2: e = launch_gate_up<2, 2>(p, blocks, s); break;
+        case 3: e = launch_gate_up<3, 1>(p, blocks, s); break;
+        default: e = launch_gate_up<4, 1>(p, blocks, s); break;
+        }
     }
     if (e != cudaSuccess) return hz_cuda_fail(e, who, "kernel launch");
     return HZ_OK;
@@ -262,7 +435,7 @@ extern "C" int hz_w4a16_grouped_down_launch(const hz_w4a16_args *a, void *stream
     if (st != HZ_OK) return st;
     const hz_expert_layout *l = a->layout;
     const int cpl = (int)((l->down.kp + 1023u) / 1024u);
-    if (cpl > kMaxCpl)
+    if ((a->flags & HZ_W4A16_CUDA_CORES) && cpl > kMaxCpl)
         return hz_error(HZ_EUNSUPPORTED, "%s: inter %u (padded %u) exceeds the %d supported", who, l->inter,
                         l->down.kp, kMaxCpl * 1024);
     const int batch = cpl == 1 ? 8 : cpl == 2 ? 4 : 2;
@@ -277,19 +450,38 @@ extern "C" int hz_w4a16_grouped_down_launch(const hz_w4a16_args *a, void *stream
     p.hidden = l->hidden;
     p.ikp = l->down.kp;
     p.n = a->n;
-    /* Enough (expert, segment) tasks for every warp of the block when there are few experts. */
-    p.segs = a->n >= (uint32_t)kDnWarps ? 1u : (uint32_t)kDnWarps / a->n;
-    p.rows_per_block = p.segs * (uint32_t)batch;
-    const unsigned blocks = (l->hidden + p.rows_per_block - 1) / p.rows_per_block;
-    const size_t smem = (size_t)p.n * p.rows_per_block * sizeof(float);
     const bool pdl = (a->flags & HZ_W4A16_PDL) != 0;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     cudaError_t e;
-    switch (cpl) {
-    case 1: e = launch_down<1, 8>(p, blocks, smem, pdl, s); break;
-    case 2: e = launch_down<2, 4>(p, blocks, smem, pdl, s); break;
-    case 3: e = launch_down<3, 2>(p, blocks, smem, pdl, s); break;
-    default: e = launch_down<4, 2>(p, blocks, smem, pdl, s); break;
+    if (!(a->flags & HZ_W4A16_CUDA_CORES)) {
+        /* Tasks of 16 rows x one expert x one K split; with fewer experts than warps, a block takes
+         * several row tiles (segs) and splits K (ksplit, whole 256-blocks per split) so that every warp
+         * of every block has a task and the grid still spans the GPU. */
+        const uint32_t nkb = l->down.kp / HZ_QBLOCK;
+        p.segs = 1;
+        p.ksplit = 1;
+        if (a->n < (uint32_t)kDnWarps) {
+            const uint32_t m = (uint32_t)kDnWarps / a->n;
+            p.ksplit = (m >= 4 && nkb % 4 == 0) ? 4 : (m >= 2 && nkb % 2 == 0) ? 2 : 1;
+            p.segs = m / p.ksplit;
+        }
+        p.rows_per_block = 16u * p.segs;
+        const unsigned blocks = (l->hidden + p.rows_per_block - 1) / p.rows_per_block;
+        const size_t smem = (size_t)p.ksplit * p.n * p.rows_per_block * sizeof(float);
+        e = launch_down_kernel(hz_down_mma_kernel, p, blocks, smem, pdl, s);
+    } else {
+        /* Enough (expert, segment) tasks for every warp of the block when there are few experts. */
+        p.segs = a->n >= (uint32_t)kDnWarps ? 1u : (uint32_t)kDnWarps / a->n;
+        p.ksplit = 1;
+        p.rows_per_block = p.segs * (uint32_t)batch;
+        const unsigned blocks = (l->hidden + p.rows_per_block - 1) / p.rows_per_block;
+        const size_t smem = (size_t)p.n * p.rows_per_block * sizeof(float);
+        switch (cpl) {
+        case 1: e = launch_down_kernel(hz_down_kernel<1, 8>, p, blocks, smem, pdl, s); break;
+        case 2: e = launch_down_kernel(hz_down_kernel<2, 4>, p, blocks, smem, pdl, s); break;
+        case 3: e = launch_down_kernel(hz_down_kernel<3, 2>, p, blocks, smem, pdl, s); break;
+        default: e = launch_down_kernel(hz_down_kernel<4, 2>, p, blocks, smem, pdl, s); break;
+        }
     }
     if (e != cudaSuccess) return hz_cuda_fail(e, who, "cudaLaunchKernelEx");
     return HZ_OK;

@@ -2,6 +2,9 @@
 #include <string.h>
 
 #include "exec.h"
+#ifdef HZ_HAVE_CUDA
+#include "exec_cuda.h"
+#endif
 
 int hz_executor_create(const char *name, const char *device_kind, const hz_expert_layout *layout,
                        hz_executor **out) {
@@ -15,6 +18,9 @@ int hz_executor_create(const char *name, const char *device_kind, const hz_exper
                         "executor '%s' does not run on a cpu device (cpu executors: auto, reference)",
                         name);
     }
+#ifdef HZ_HAVE_CUDA
+    if (strcmp(device_kind, "cuda") == 0) return hz_exec_cuda_create(name, layout, out);
+#endif
     return hz_error(HZ_EUNSUPPORTED, "no executor '%s' for device kind '%s' in this build", name,
                     device_kind);
 }

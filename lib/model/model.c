@@ -11,6 +11,13 @@
 #include "cache/cache.h"
 #include "model.h"
 
+/* Builds with CUDA run models on cuda devices through forward_cuda.c. */
+#ifdef HZ_HAVE_CUDA
+#define HZ_GPU_PATH 1
+#else
+#define HZ_GPU_PATH 0
+#endif
+
 HZ_EXPORT void hz_model_options_init(hz_model_options *opts) {
     if (!opts) return;
     memset(opts, 0, sizeof *opts);
@@ -129,10 +136,9 @@ HZ_EXPORT int hz_model_create(hz_host_backing *backing, hz_device *device, hz_ca
     }
     const char *executor = o.executor ? o.executor : "auto";
     const char *kind = compute_kind(device->be);
-    if (strcmp(kind, "cpu") != 0)
-        return hz_error(HZ_EUNSUPPORTED,
-                        "hz_model_create: GPU decode path not built yet (device '%s', backend '%s'); use the "
-                        "cpu device",
+    const int gpu = HZ_GPU_PATH && strcmp(kind, "cuda") == 0;
+    if (strcmp(kind, "cpu") != 0 && !gpu)
+        return hz_error(HZ_EUNSUPPORTED, "hz_model_create: no forward path for device '%s' (backend '%s')",
                         device->be->name, kind);
     int st = hz_cache_check_model_use(cache, backing, device);
     if (st) return st;
@@ -152,14 +158,23 @@ HZ_EXPORT int hz_model_create(hz_host_backing *backing, hz_device *device, hz_ca
     }
     if (!st) st = hz_executor_create(executor, kind, m->layout, &m->exec);
     if (!st) st = hz_cache_group_limit(cache, &m->group_limit);
+#ifdef HZ_HAVE_CUDA
+    /* On cuda the non-routed weights are copied to the device once, here. */
+    if (!st && gpu) st = hz_gpu_model_create(m);
+#endif
     if (st) {
+#ifdef HZ_HAVE_CUDA
+        hz_gpu_model_destroy(m);
+#endif
         hz_executor_destroy(m->exec);
         free(m->w.layers);
         free(m);
         return st;
     }
     /* On the cpu backend device memory is host memory: the backing's FP16 tensors (immutable,
-     * process-owned, outliving the model) are used in place rather than copied a second time. */
+     * process-owned, outliving the model) are used in place rather than copied a second time. On cuda
+     * the host bindings stay as the source of the device copy (and of anything that reads weights on
+     * the host). */
     hz_backing_child_add(backing);
     hz_device_child_add(device);
     hz_cache_model_add(cache);
@@ -171,6 +186,9 @@ HZ_EXPORT int hz_model_destroy(hz_model *m) {
     if (!m) return HZ_OK;
     int n = atomic_load(&m->sessions);
     if (n > 0) return hz_error(HZ_EBUSY, "hz_model_destroy: %d session(s) still live", n);
+#ifdef HZ_HAVE_CUDA
+    hz_gpu_model_destroy(m); /* releases its routing-table leases before the cache lets go of the model */
+#endif
     hz_cache_model_remove(m->cache);
     hz_device_child_remove(m->device);
     hz_backing_child_remove(m->backing);

@@ -40,6 +40,10 @@ typedef struct hz_weights {
     hz_layer_weights *layers; /* [layers] */
 } hz_weights;
 
+/* The GPU path's state (forward_cuda.c, CUDA builds only); NULL on the cpu path. */
+typedef struct hz_gpu_model hz_gpu_model;
+typedef struct hz_gpu_session hz_gpu_session;
+
 struct hz_model {
     hz_model_config cfg;
     hz_weights w;
@@ -50,6 +54,7 @@ struct hz_model {
     const hz_expert_layout *layout;
     uint32_t group_limit; /* most experts one lease may cover (cache capacity, spare rows) */
     _Atomic int sessions;
+    hz_gpu_model *gpu; /* device-side weights and routing table when the device is cuda */
 };
 
 /* Sampler state (sampler.c). */
@@ -106,6 +111,7 @@ struct hz_session {
     hz_sampler sampler;
     uint64_t tokens_prefilled, tokens_decoded, prefill_calls, decode_calls;
     double prefill_seconds, decode_seconds;
+    hz_gpu_session *gpu; /* device KV cache and activations when the model is on cuda */
 };
 
 /* forward.c: runs tokens[0..n) at positions session->pos.. through every layer, writes their K/V into
@@ -114,5 +120,17 @@ int hz_forward(hz_session *s, const int32_t *tokens, uint32_t n);
 /* Grows the run state to hold n tokens. */
 int hz_run_state_reserve(hz_session *s, uint32_t n);
 void hz_run_state_free(hz_run_state *rs);
+
+/* forward_cuda.c (built with CUDA only): the same forward pass on a cuda device. The model part
+ * uploads the non-routed FP16 weights once and, at full residency, builds the device routing table;
+ * the session part owns the device KV cache, activations and pinned logits (it sets s->logits).
+ * hz_forward_gpu has hz_forward's contract; hz_gpu_greedy_token gives the device argmax of the last
+ * logits (ties to the lowest id, as the sampler's greedy rule). */
+int hz_gpu_model_create(hz_model *m);
+void hz_gpu_model_destroy(hz_model *m);
+int hz_gpu_session_create(hz_session *s);
+void hz_gpu_session_destroy(hz_session *s);
+int hz_forward_gpu(hz_session *s, const int32_t *tokens, uint32_t n);
+int32_t hz_gpu_greedy_token(const hz_session *s);
 
 #endif

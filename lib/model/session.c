@@ -24,6 +24,9 @@ HZ_EXPORT void hz_sampler_options_init(hz_sampler_options *opts) {
 }
 
 static void session_free(hz_session *s) {
+#ifdef HZ_HAVE_CUDA
+    hz_gpu_session_destroy(s); /* its logits live in its pinned block: s->logits becomes NULL */
+#endif
     hz_sampler_free(&s->sampler);
     hz_run_state_free(&s->rs);
     free(s->kcache);
@@ -56,11 +59,21 @@ HZ_EXPORT int hz_session_create(hz_model *model, const hz_session_options *opts,
     if (!s) return HZ_ENOMEM;
     s->model = model;
     s->max_context = ctx;
-    s->kcache = hz_malloc((size_t)kv_elems * sizeof(hz_f16));
-    s->vcache = s->kcache ? hz_malloc((size_t)kv_elems * sizeof(hz_f16)) : NULL;
-    s->logits = s->vcache ? hz_calloc(c->vocab, sizeof(float)) : NULL;
-    int st = s->logits ? hz_sampler_init(&s->sampler, c->vocab) : HZ_ENOMEM;
-    if (!st) st = hz_run_state_reserve(s, 1);
+    int st;
+#ifdef HZ_HAVE_CUDA
+    if (model->gpu) {
+        /* KV cache, activations and (pinned) logits live with the device state. */
+        st = hz_gpu_session_create(s);
+        if (!st) st = hz_sampler_init(&s->sampler, c->vocab);
+    } else
+#endif
+    {
+        s->kcache = hz_malloc((size_t)kv_elems * sizeof(hz_f16));
+        s->vcache = s->kcache ? hz_malloc((size_t)kv_elems * sizeof(hz_f16)) : NULL;
+        s->logits = s->vcache ? hz_calloc(c->vocab, sizeof(float)) : NULL;
+        st = s->logits ? hz_sampler_init(&s->sampler, c->vocab) : HZ_ENOMEM;
+        if (!st) st = hz_run_state_reserve(s, 1);
+    }
     if (st) {
         session_free(s);
         return st;
@@ -113,11 +126,24 @@ static int run(hz_session *s, const int32_t *tokens, uint32_t n, int32_t *out_ne
                         what, n, s->pos, s->max_context);
     double t0 = hz_now_seconds();
     s->have_logits = 0;
-    int st = hz_forward(s, tokens, n);
-    if (st) return st;
+    int st;
+    int32_t next;
+#ifdef HZ_HAVE_CUDA
+    if (s->gpu) {
+        st = hz_forward_gpu(s, tokens, n);
+        if (st) return st;
+        /* Greedy picks come from the device's argmax (same rule: largest logit, lowest id on ties). */
+        next = s->sampler.temperature == 0.0f ? hz_gpu_greedy_token(s)
+                                               : hz_sampler_sample(&s->sampler, s->logits, V);
+    } else
+#endif
+    {
+        st = hz_forward(s, tokens, n);
+        if (st) return st;
+        next = hz_sampler_sample(&s->sampler, s->logits, V);
+    }
     s->pos += n;
     s->have_logits = 1;
-    int32_t next = hz_sampler_sample(&s->sampler, s->logits, V);
     double dt = hz_now_seconds() - t0;
     if (decode) {
         s->tokens_decoded += n;

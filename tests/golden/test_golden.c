@@ -134,7 +134,10 @@ static int stack_open(stack *s, const char *art, uint32_t capacity) {
     hz_model_info info;
     hz_model_info_init(&info);
     int st = hz_host_backing_open(art, NULL, &s->b);
-    if (!st) st = hz_device_open("cpu", &s->d);
+    /* HZ_GOLDEN_DEVICE runs the same fixtures through another device's path (the 'golden_gpu' test
+     * sets cuda:0); the CPU path is the default. */
+    const char *dev = getenv("HZ_GOLDEN_DEVICE");
+    if (!st) st = hz_device_open(dev && *dev ? dev : "cpu", &s->d);
     if (!st) st = hz_cache_create(s->b, s->d, &co, &s->c);
     if (!st) st = hz_model_create(s->b, s->d, s->c, NULL, &s->m);
     if (!st) st = hz_model_get_info(s->m, &info);
@@ -314,8 +317,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     int allow_missing = argc > 4 && strcmp(argv[4], "--allow-missing") == 0, missing = 0;
-    printf("golden: bound max|h - r| / max|r| <= %.1e per step against transformers on the dequantized weights\n",
-           GOLDEN_REL_BOUND);
+    const char *dev = getenv("HZ_GOLDEN_DEVICE");
+    printf("golden (device %s): bound max|h - r| / max|r| <= %.1e per step against transformers on the "
+           "dequantized weights\n",
+           dev && *dev ? dev : "cpu", GOLDEN_REL_BOUND);
     static const char *archs[] = {"olmoe", "qwen2moe"};
     for (int i = 0; i < 2; i++) run_fixture(argv[1], argv[2], argv[3], archs[i], allow_missing, &missing);
     if (g_failures) {

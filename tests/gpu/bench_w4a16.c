@@ -12,7 +12,8 @@
  *    when the host is slower than the GPU.
  * The effective bandwidth counts the bytes of the routed blobs (all three projections and scales);
  * the reference ceiling is a device-to-device cudaMemcpy measured in the same run (bytes read +
- * written / time). Usage: bench_w4a16 [repeats] */
+ * written / time). "grouped" is the tensor-core expansion, "grouped-cc" the CUDA-core one.
+ * Usage: bench_w4a16 [repeats [shape]]   (shape: olmoe or qwen; default both) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,8 +54,19 @@ static float median(float *v, int n) {
     return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
 }
 
-typedef enum { EX_SCALAR, EX_GROUPED, EX_GROUPED_PDL, EX_GATE_UP, EX_DOWN, EX_COUNT } executor;
-static const char *const kExName[EX_COUNT] = {"scalar", "grouped", "grouped+pdl", "grouped:gate_up", "grouped:down"};
+typedef enum {
+    EX_SCALAR,
+    EX_GROUPED,
+    EX_GROUPED_PDL,
+    EX_GATE_UP,
+    EX_DOWN,
+    EX_CC_PDL,
+    EX_CC_GATE_UP,
+    EX_CC_DOWN,
+    EX_COUNT
+} executor;
+static const char *const kExName[EX_COUNT] = {"scalar",       "grouped",         "grouped+pdl",   "grouped:gate_up",
+                                              "grouped:down", "grouped-cc+pdl", "grouped-cc:g_u", "grouped-cc:down"};
 
 typedef struct shape {
     const char *name;
@@ -77,6 +89,9 @@ static int launch(executor ex, hz_w4a16_args *a, cudaStream_t s) {
     case EX_GROUPED_PDL: a->flags = HZ_W4A16_PDL; return hz_w4a16_grouped_launch(a, s);
     case EX_GATE_UP: a->flags = 0; return hz_w4a16_grouped_gate_up_launch(a, s);
     case EX_DOWN: a->flags = 0; return hz_w4a16_grouped_down_launch(a, s);
+    case EX_CC_PDL: a->flags = HZ_W4A16_PDL | HZ_W4A16_CUDA_CORES; return hz_w4a16_grouped_launch(a, s);
+    case EX_CC_GATE_UP: a->flags = HZ_W4A16_CUDA_CORES; return hz_w4a16_grouped_gate_up_launch(a, s);
+    case EX_CC_DOWN: a->flags = HZ_W4A16_CUDA_CORES; return hz_w4a16_grouped_down_launch(a, s);
     default: return -1;
     }
 }
@@ -193,8 +208,8 @@ static void bench_shape(const shape *sh, int repeats) {
         a.scratch = scratch;
         a.scratch_bytes = scratch_bytes;
         double part_bytes = bytes;
-        if (ex == EX_GATE_UP) part_bytes = (double)n * (double)l.down_q;
-        if (ex == EX_DOWN) part_bytes = (double)n * (double)(bb - l.down_q);
+        if (ex == EX_GATE_UP || ex == EX_CC_GATE_UP) part_bytes = (double)n * (double)l.down_q;
+        if (ex == EX_DOWN || ex == EX_CC_DOWN) part_bytes = (double)n * (double)(bb - l.down_q);
 
         /* stream mode */
         for (int r = -kWarm; r < repeats; r++) {
@@ -287,7 +302,8 @@ int main(int argc, char **argv) {
         {"olmoe", 2048, 1024, 64, 16, 8},
         {"qwen", 2048, 1408, 60, 24, 4},
     };
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) bench_shape(&shapes[i], repeats);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        if (argc <= 2 || strcmp(argv[2], shapes[i].name) == 0) bench_shape(&shapes[i], repeats);
 
     printf("\n%-6s %-16s %10s %10s %10s %8s %12s\n", "shape", "executor", "us(graph)", "us(stream)", "GB/s", "%copy",
            "MB/layer");

@@ -1,0 +1,428 @@
+"""The Pythonic layer: Backing, Device, Cache, Model, Session.
+
+Lifetimes. The C library requires parents to outlive children (a backing and a device outlive their
+caches and models, a cache its models, a model its sessions) and refuses a destroy that would break this
+with HZ_EBUSY. Python frees objects in an order it chooses (and in any order inside a reference cycle),
+so each wrapper keeps strong references to its parents and counts its live children. close() ends the
+caller's use of a handle; the native object is destroyed once it is closed and no child needs it, then
+its parents are offered the same. Hence any close()/del/garbage-collection order is safe and close() is
+idempotent. Using a closed handle raises ClosedError.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+from . import errors
+from .raw import check, error, ffi, lib, take_json, text
+
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+# Guards the child counts: objects may be closed from several threads, and the garbage collector may
+# finalize one while another is being closed on the same thread (hence re-entrant).
+_lock = threading.RLock()
+
+
+class _Handle:
+    """A native object plus the parent bookkeeping described in the module docstring."""
+
+    _what = "object"
+    # Bound here so finalizers run during interpreter shutdown still find them.
+    _lib = lib
+    _ffi = ffi
+    _lock = _lock
+
+    def __init__(self, parents: Sequence["_Handle"] = ()) -> None:
+        self._ptr: Any = ffi.NULL
+        self._parents: Tuple[_Handle, ...] = tuple(parents)
+        self._children = 0
+        self._closed = False
+        self._freed = False
+        for p in self._parents:
+            p._raw()  # a closed parent cannot take new children
+
+    def _adopt(self, ptr: Any) -> None:
+        with self._lock:
+            self._ptr = ptr
+            for p in self._parents:
+                p._children += 1
+
+    def _destroy(self, ptr: Any) -> int:
+        raise NotImplementedError
+
+    def _raw(self) -> Any:
+        """The native pointer; ClosedError once close() was called."""
+        if self._closed or self._ptr == self._ffi.NULL:
+            raise errors.ClosedError(f"this {self._what} is closed", status=lib.HZ_ESTATE,
+                                     name="HZ_ESTATE")
+        return self._ptr
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Ends this handle. The native object is destroyed now, or when its last child is closed."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._release()
+
+    def _release(self) -> None:
+        if self._freed or not self._closed or self._children:
+            return
+        ptr, self._ptr = self._ptr, self._ffi.NULL
+        self._freed = True
+        if ptr == self._ffi.NULL:
+            return  # creation failed: nothing to destroy, no parent was counted
+        st = self._destroy(ptr)
+        if st != 0:
+            # Only children created through the raw layer (leases, events) are invisible to the
+            # counts. Keep the object rather than free it under them; the error names them.
+            self._ptr, self._freed, self._closed = ptr, False, False
+            raise error(st)
+        for p in self._parents:
+            p._children -= 1
+            try:
+                p._release()
+            except errors.HorizonError:
+                pass  # that parent reported its own problem when it was closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_parents", None) is None:
+            return  # __init__ did not get far
+        try:
+            self.close()
+        except Exception:
+            pass  # a finalizer must not raise; the object is kept instead of freed unsafely
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<horizon.{type(self).__name__} {state}>"
+
+
+class Backing(_Handle):
+    """The immutable host backing of a .hzq artifact (hz_host_backing_open): validated and copied into
+    process memory; the file is not read again."""
+
+    _what = "backing"
+
+    def __init__(self, path: PathLike, *, verify_checksums: bool = True) -> None:
+        super().__init__()
+        self.path = os.fsdecode(path)
+        opts = ffi.new("hz_backing_options *")
+        lib.hz_backing_options_init(opts)
+        if not verify_checksums:
+            opts.flags |= lib.HZ_BACKING_SKIP_CHECKSUMS
+        out = ffi.new("hz_host_backing **")
+        check(lib.hz_host_backing_open(os.fsencode(path), opts, out))
+        self._adopt(out[0])
+
+    def _destroy(self, ptr: Any) -> int:
+        return self._lib.hz_host_backing_close(ptr)
+
+    @property
+    def identity(self) -> str:
+        """The whole-artifact identity (XXH3-128, 32 hex digits)."""
+        return text(lib.hz_host_backing_identity(self._raw()))
+
+    def describe(self) -> Dict[str, Any]:
+        return take_json(lib.hz_host_backing_describe_json, self._raw())
+
+
+class Device(_Handle):
+    """A device by name: "cpu", "cuda:N" or "auto"."""
+
+    _what = "device"
+
+    def __init__(self, name: str = "auto") -> None:
+        super().__init__()
+        out = ffi.new("hz_device **")
+        check(lib.hz_device_open(name.encode(), out))
+        self._adopt(out[0])
+
+    def _destroy(self, ptr: Any) -> int:
+        return self._lib.hz_device_close(ptr)
+
+    @property
+    def name(self) -> str:
+        """The canonical name ("cpu", "cuda:0")."""
+        return text(lib.hz_device_name(self._raw()))
+
+    def describe(self) -> Dict[str, Any]:
+        return take_json(lib.hz_device_describe_json, self._raw())
+
+
+class Cache(_Handle):
+    """The generation cache of routed experts on a device (hz_cache_create). `capacity` is resident
+    experts per layer (0 = all); `placement` an optional layers x capacity list of expert ids."""
+
+    _what = "cache"
+
+    def __init__(self, backing: Backing, device: Device, *, capacity: int = 0, spare_rows: int = 0,
+                 staging_bytes: int = 0, eviction: int = 0, transport: int = 0,
+                 placement: Optional[Sequence[int]] = None) -> None:
+        super().__init__((backing, device))
+        self.backing, self.device = backing, device
+        opts = ffi.new("hz_cache_options *")
+        lib.hz_cache_options_init(opts)
+        opts.capacity = capacity
+        opts.spare_rows = spare_rows
+        opts.staging_bytes = staging_bytes
+        opts.eviction = eviction
+        opts.transport = transport
+        keep = None
+        if placement is not None:
+            keep = ffi.new("uint32_t[]", list(placement))
+            opts.initial_placement = keep
+            opts.initial_placement_count = len(keep)
+        out = ffi.new("hz_cache **")
+        check(lib.hz_cache_create(backing._raw(), device._raw(), opts, out))
+        del keep  # read during creation only
+        self._adopt(out[0])
+
+    def _destroy(self, ptr: Any) -> int:
+        return self._lib.hz_cache_destroy(ptr)
+
+    def stats(self) -> Dict[str, Any]:
+        """Counters (hits, misses, h2d_bytes, expert_d2h_bytes, ...) as a dict."""
+        return take_json(lib.hz_cache_stats_json, self._raw())
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    vocab_size: int
+    hidden_size: int
+    layers: int
+    experts: int
+    top_k: int
+    max_context: int
+    eos_token: Optional[int]
+    bos_token: Optional[int]
+
+
+class Model(_Handle):
+    """A model on a device, serving routed experts through `cache` (hz_model_create)."""
+
+    _what = "model"
+
+    def __init__(self, backing: Backing, device: Device, cache: Cache, *,
+                 executor: Optional[str] = None) -> None:
+        super().__init__((backing, device, cache))
+        self.backing, self.device, self.cache = backing, device, cache
+        self._owned: Tuple[_Handle, ...] = ()
+        opts = ffi.new("hz_model_options *")
+        lib.hz_model_options_init(opts)
+        name = ffi.new("char[]", executor.encode()) if executor else ffi.NULL
+        opts.executor = name
+        out = ffi.new("hz_model **")
+        check(lib.hz_model_create(backing._raw(), device._raw(), cache._raw(), opts, out))
+        self._adopt(out[0])
+        info = ffi.new("hz_model_info *")
+        lib.hz_model_info_init(info)
+        check(lib.hz_model_get_info(out[0], info))
+        self.info = ModelInfo(info.vocab_size, info.hidden_size, info.layers, info.experts, info.top_k,
+                              info.max_context, info.eos_token if info.eos_token >= 0 else None,
+                              info.bos_token if info.bos_token >= 0 else None)
+
+    def _destroy(self, ptr: Any) -> int:
+        return self._lib.hz_model_destroy(ptr)
+
+    def close(self) -> None:
+        super().close()
+        # Parents made by horizon.load() belong to the model; closing them is deferred until the
+        # model's native object is gone, so the order here does not matter.
+        for h in getattr(self, "_owned", ()):
+            h.close()
+
+    def describe(self) -> Dict[str, Any]:
+        """Architecture, config, executor and precision declaration as a dict."""
+        return take_json(lib.hz_model_describe_json, self._raw())
+
+    def session(self, *, max_context: int = 0) -> "Session":
+        return Session(self, max_context=max_context)
+
+
+def _tokens(tokens: Iterable[int]) -> Tuple[Any, int]:
+    seq = [int(t) for t in tokens]
+    try:
+        return ffi.new("int32_t[]", seq), len(seq)
+    except OverflowError:
+        bad = next(t for t in seq if not -2**31 <= t < 2**31)
+        raise errors.RangeError(f"token {bad} does not fit an int32 token id", status=lib.HZ_ERANGE,
+                                name="HZ_ERANGE") from None
+
+
+class Session(_Handle):
+    """A KV cache, a position and a sampler on a model (hz_session_create)."""
+
+    _what = "session"
+
+    def __init__(self, model: Model, *, max_context: int = 0) -> None:
+        super().__init__((model,))
+        self.model = model
+        opts = ffi.new("hz_session_options *")
+        lib.hz_session_options_init(opts)
+        opts.max_context = max_context
+        out = ffi.new("hz_session **")
+        check(lib.hz_session_create(model._raw(), opts, out))
+        self._adopt(out[0])
+        self._next = ffi.new("int32_t *")
+
+    def _destroy(self, ptr: Any) -> int:
+        self._lib.hz_session_destroy(ptr)
+        return 0
+
+    @property
+    def position(self) -> int:
+        """Tokens already in the KV cache."""
+        return int(lib.hz_session_position(self._raw()))
+
+    def prefill(self, tokens: Iterable[int]) -> int:
+        """Runs the prompt tokens; returns the sampled next token."""
+        arr, n = _tokens(tokens)
+        check(lib.hz_prefill(self._raw(), arr, n, self._next))
+        return int(self._next[0])
+
+    def decode(self, token: int) -> int:
+        """Runs one token (hz_decode_step); returns the sampled next token."""
+        arr, _ = _tokens((token,))
+        check(lib.hz_decode_step(self._raw(), arr[0], self._next))
+        return int(self._next[0])
+
+    def generate(self, prompt: Iterable[int], max_tokens: int, *,
+                 stop_at_eos: bool = False) -> Iterator[int]:
+        """Prefills `prompt`, then yields up to `max_tokens` generated token ids, each fed back as the
+        next input. With stop_at_eos the model's EOS token ends the stream (and is yielded)."""
+        if max_tokens <= 0:
+            return
+        eos = self.model.info.eos_token if stop_at_eos else None
+        token = self.prefill(prompt)
+        for produced in range(1, max_tokens + 1):
+            yield token
+            if produced == max_tokens or (eos is not None and token == eos):
+                return
+            token = self.decode(token)
+
+    def _logits(self) -> Tuple[Any, int]:
+        ptr = ffi.new("float **")
+        count = ffi.new("uint32_t *")
+        check(lib.hz_session_logits(self._raw(), ptr, count))
+        return ptr[0], int(count[0])
+
+    def logits(self) -> memoryview:
+        """The FP32 logits of the last token run, as a 1-D memoryview of format 'f' (vocab_size items).
+        It is a copy: the library's buffer changes with the next call, the copy does not."""
+        ptr, n = self._logits()
+        return memoryview(bytearray(ffi.buffer(ptr, 4 * n))).cast("f")
+
+    def logits_numpy(self) -> Any:
+        """The logits as a numpy float32 array of shape (vocab_size,) (a copy). Needs numpy."""
+        try:
+            import numpy
+        except ImportError as e:
+            raise ImportError("Session.logits_numpy() needs numpy; use Session.logits() without it") from e
+        return numpy.frombuffer(self.logits(), dtype=numpy.float32)
+
+    def reset(self) -> None:
+        """Back to position 0; the sampler restarts its seed."""
+        check(lib.hz_session_reset(self._raw()))
+
+    def set_sampler(self, *, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
+                    seed: int = 0) -> None:
+        """temperature 0 = greedy (the default); top_k 0 and top_p 1 = off."""
+        opts = ffi.new("hz_sampler_options *")
+        lib.hz_sampler_options_init(opts)
+        opts.temperature = temperature
+        opts.top_k = top_k
+        opts.top_p = top_p
+        opts.seed = seed
+        check(lib.hz_session_set_sampler(self._raw(), opts))
+
+    def stats(self) -> Dict[str, Any]:
+        """Tokens prefilled and decoded and the seconds spent, as a dict."""
+        return take_json(lib.hz_session_stats_json, self._raw())
+
+
+def load(path: PathLike, *, device: str = "auto", capacity: int = 0, executor: Optional[str] = None,
+         verify_checksums: bool = True) -> Model:
+    """Opens an artifact on a device with a cache of `capacity` resident experts per layer (0 = all)
+    and returns the Model; its backing, device and cache (model.backing, ...) close with it."""
+    made: List[_Handle] = []
+    try:
+        b = Backing(path, verify_checksums=verify_checksums)
+        made.append(b)
+        d = Device(device)
+        made.append(d)
+        c = Cache(b, d, capacity=capacity)
+        made.append(c)
+        m = Model(b, d, c, executor=executor)
+    except BaseException:
+        for h in reversed(made):
+            h.close()
+        raise
+    m._owned = (c, d, b)
+    return m
+
+
+# --- library-wide calls ---------------------------------------------------------------------------
+
+def library_version() -> str:
+    """The loaded library's version ("MAJOR.MINOR.PATCH")."""
+    return text(lib.hz_version())
+
+
+def strerror(status: int) -> str:
+    return text(lib.hz_strerror(status))
+
+
+def status_name(status: int) -> str:
+    return text(lib.hz_status_name(status))
+
+
+def status_codes() -> Dict[str, int]:
+    """Every hz_status enumerator the bindings were compiled with, name -> value."""
+    return {name: value for value, name in ffi.typeof("hz_status").elements.items()
+            if not name.endswith("_")}
+
+
+_log_fn: Optional[Callable[[int, str], None]] = None
+
+
+@ffi.def_extern()
+def _hz_py_log(user: Any, level: int, message: Any) -> None:
+    fn = _log_fn
+    if fn is not None:
+        try:
+            fn(int(level), text(message))
+        except Exception:
+            pass  # an exception cannot travel back through C
+
+
+def set_log_callback(fn: Optional[Callable[[int, str], None]], level: int = 1) -> None:
+    """Routes the library's log lines at `level` or more severe (0 error .. 3 debug) to fn(level, text),
+    which may be called from library threads; None silences the library (its default). Install it
+    before creating objects (the library does not synchronise it with calls in flight)."""
+    global _log_fn
+    _log_fn = fn
+    if fn is None:
+        lib.hz_set_log_callback(ffi.NULL, ffi.NULL, 0)
+    else:
+        lib.hz_set_log_callback(lib._hz_py_log, ffi.NULL, level)
+
+
+@atexit.register
+def _silence_at_exit() -> None:
+    # Library threads must not call into an interpreter that is shutting down.
+    if _log_fn is not None:
+        lib.hz_set_log_callback(ffi.NULL, ffi.NULL, 0)

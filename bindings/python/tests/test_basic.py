@@ -1,0 +1,96 @@
+"""Open, generate, stats and describe through the Pythonic layer."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+import horizon
+
+
+def test_versions():
+    assert horizon.library_version() == "0.1.0"
+    assert horizon.__version__ == horizon.library_version()
+
+
+def test_open_layers(artifact):
+    with horizon.Backing(artifact) as b, horizon.Device("cpu") as d, \
+            horizon.Cache(b, d, capacity=4) as c, horizon.Model(b, d, c) as m, m.session() as s:
+        assert len(b.identity) == 32
+        assert d.name == "cpu"
+        assert m.info.experts == 8 and m.info.top_k == 2 and m.info.layers == 2
+        assert s.position == 0
+        assert b.describe()["identity"] == b.identity
+
+
+def test_generate_is_greedy_and_repeatable(model):
+    with model.session() as s:
+        first = list(s.generate([1, 2, 3], max_tokens=8))
+        assert len(first) == 8 and all(0 <= t < model.info.vocab_size for t in first)
+        assert s.position == 3 + 7  # the last generated token is not fed back
+        s.reset()
+        assert list(s.generate([1, 2, 3], max_tokens=8)) == first
+
+
+def test_generate_matches_c_reference(model, artifact, build_root):
+    """The bindings and examples/decode.c (the reference C integration) produce the same tokens."""
+    decode = build_root / "examples" / "decode"
+    if not decode.is_file():
+        pytest.skip("examples/decode not built")
+    out = subprocess.run([str(decode), str(artifact), "--device", "cpu", "--prompt", "5,6,7",
+                          "--tokens", "6", "--json"], check=True, capture_output=True, text=True)
+    expected = json.loads(out.stdout.strip().splitlines()[-1])["tokens"]
+    with model.session() as s:
+        assert list(s.generate([5, 6, 7], max_tokens=6)) == expected
+
+
+def test_generate_edges(model):
+    with model.session() as s:
+        assert list(s.generate([1], max_tokens=0)) == []
+        assert s.position == 0
+        assert len(list(s.generate([1], max_tokens=1))) == 1
+        assert s.position == 1
+
+
+def test_prefill_decode_steps(model):
+    with model.session(max_context=16) as s:
+        nxt = s.prefill([4, 5])
+        nxt2 = s.decode(nxt)
+        assert s.position == 3 and isinstance(nxt2, int)
+
+
+def test_sampler(model):
+    with model.session() as s:
+        s.set_sampler(temperature=0.8, top_k=20, top_p=0.9, seed=42)
+        a = list(s.generate([1, 2], max_tokens=6))
+        s.reset()
+        assert list(s.generate([1, 2], max_tokens=6)) == a  # the seed restarts on reset
+
+
+def test_stats(model):
+    with model.session() as s:
+        list(s.generate([1, 2, 3], max_tokens=4))
+        st = s.stats()
+        assert st["tokens_prefilled"] == 3 and st["tokens_decoded"] == 3 and st["position"] == 6
+    cs = model.cache.stats()
+    assert cs["state"] == "OK"
+    assert cs["hits"] > 0
+    assert cs["expert_d2h_bytes"] == 0 and cs["backing_writes"] == 0
+
+
+def test_partial_residency_misses(artifact):
+    with horizon.load(artifact, device="cpu", capacity=2) as m, m.session() as s:
+        list(s.generate(range(10), max_tokens=4))
+        cs = m.cache.stats()
+        assert cs["capacity"] == 2 and cs["misses"] > 0 and cs["publications"] > 1
+
+
+def test_describe(model):
+    d = model.describe()
+    assert d["architecture"] == "olmoe"
+    assert d["executor"] == "reference"
+    assert d["precision"]["routed"]["dtype"] == "int4"
+    assert d["config"]["experts"] == model.info.experts
+    dev = model.device.describe()
+    assert isinstance(dev, dict) and dev

@@ -1,0 +1,110 @@
+/* The cuda W4A16 executors: scalar and grouped (see exec_cuda.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_cuda.h"
+
+/* cuda/ is not on the library's include path (its headers are the kernels' own); its C interface is. */
+#include "../../cuda/w4a16.cuh"
+#include "../../cuda/w4a16_grouped.cuh"
+#include "../../cuda/w4a16_scalar.cuh"
+
+typedef struct cuda_exec {
+    hz_executor base;
+    hz_expert_layout layout;
+    int grouped;
+} cuda_exec;
+
+static int launch(const cuda_exec *ce, hz_w4a16_args *a, void *queue) {
+    if (ce->grouped) {
+        /* Programmatic dependent launch lets the down pass start loading weights while the gate/up
+         * pass drains; the kernels wait for its results on the device. */
+        a->flags = HZ_W4A16_PDL;
+        return hz_w4a16_grouped_launch(a, queue);
+    }
+    a->flags = 0;
+    return hz_w4a16_scalar_launch(a, queue);
+}
+
+static int cuda_moe(hz_executor *ex, const hz_moe_call *c) {
+    cuda_exec *ce = (cuda_exec *)ex;
+    int st = hz_moe_call_check(c);
+    if (st) return st;
+    if (!c->group_w || !c->scratch || !c->queue)
+        return hz_error(HZ_EINVAL, "%s executor: the call has no device weights, scratch or queue",
+                        ex->ops->name);
+    const uint32_t H = c->layout->hidden;
+    /* One token at a time: the kernels take one token's hidden state. An expert of the group that a
+     * token does not route to gets weight 0; its term 0 * y leaves the FP32 sum unchanged. */
+    for (uint32_t t = 0; t < c->n_tokens; t++) {
+        for (uint32_t g0 = 0; g0 < c->n_group; g0 += HZ_W4A16_MAX_EXPERTS) {
+            uint32_t n = c->n_group - g0 < HZ_W4A16_MAX_EXPERTS ? c->n_group - g0 : HZ_W4A16_MAX_EXPERTS;
+            hz_w4a16_args a;
+            memset(&a, 0, sizeof a);
+            a.layout = c->layout;
+            a.n = n;
+            a.blobs = (const void *const *)(c->rows + g0);
+            a.weights = c->group_w + (size_t)t * c->n_group + g0;
+            a.x = c->x + (size_t)t * H;
+            a.acc = c->acc + (size_t)t * H;
+            a.scratch = c->scratch;
+            a.scratch_bytes = c->scratch_bytes;
+            st = launch(ce, &a, c->queue);
+            if (st) return hz_error_prefix(st, "%s executor", ex->ops->name);
+        }
+    }
+    return HZ_OK;
+}
+
+static void cuda_exec_destroy(hz_executor *ex) { free(ex); }
+
+static const hz_executor_ops scalar_ops = {
+    .name = "scalar", .accum_dtype = "f32", .device_kind = "cuda", .moe = cuda_moe, .destroy = cuda_exec_destroy};
+static const hz_executor_ops grouped_ops = {
+    .name = "grouped", .accum_dtype = "f32", .device_kind = "cuda", .moe = cuda_moe, .destroy = cuda_exec_destroy};
+
+int hz_exec_cuda_create(const char *name, const hz_expert_layout *layout, hz_executor **out) {
+    *out = NULL;
+    int grouped;
+    if (strcmp(name, "auto") == 0 || strcmp(name, "grouped") == 0)
+        grouped = 1;
+    else if (strcmp(name, "scalar") == 0)
+        grouped = 0;
+    else
+        return hz_error(HZ_EUNSUPPORTED,
+                        "executor '%s' does not run on a cuda device (cuda executors: auto, grouped, scalar)", name);
+    cuda_exec *ce = hz_calloc(1, sizeof *ce);
+    if (!ce) return HZ_ENOMEM;
+    ce->base.ops = grouped ? &grouped_ops : &scalar_ops;
+    ce->layout = *layout;
+    ce->grouped = grouped;
+    *out = &ce->base;
+    return HZ_OK;
+}
+
+uint64_t hz_exec_cuda_scratch_bytes(const hz_expert_layout *layout) {
+    uint64_t a = hz_w4a16_scalar_scratch_bytes(layout, HZ_W4A16_MAX_EXPERTS);
+    uint64_t b = hz_w4a16_grouped_scratch_bytes(layout, HZ_W4A16_MAX_EXPERTS);
+    return a > b ? a : b;
+}
+
+int hz_exec_cuda_moe_device(hz_executor *ex, uint32_t n, const void *const *rows_dev, const float *w_dev,
+                            const hz_f16 *x, float *acc, void *scratch, uint64_t scratch_bytes, void *queue) {
+    if (!ex || strcmp(ex->ops->device_kind, "cuda") != 0)
+        return hz_error(HZ_EINVAL, "hz_exec_cuda_moe_device: not a cuda executor");
+    cuda_exec *ce = (cuda_exec *)ex;
+    if (!rows_dev || !w_dev || !x || !acc || !queue)
+        return hz_error(HZ_EINVAL, "hz_exec_cuda_moe_device: NULL argument");
+    hz_w4a16_args a;
+    memset(&a, 0, sizeof a);
+    a.layout = &ce->layout;
+    a.n = n;
+    a.blobs_dev = rows_dev;
+    a.weights = w_dev;
+    a.x = x;
+    a.acc = acc;
+    a.scratch = scratch;
+    a.scratch_bytes = scratch_bytes;
+    int st = launch(ce, &a, queue);
+    return st ? hz_error_prefix(st, "%s executor", ex->ops->name) : HZ_OK;
+}

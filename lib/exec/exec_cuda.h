@@ -1,0 +1,30 @@
+/* lib/exec: the W4A16 executors on CUDA ("scalar" and "grouped"), wrapping the launch API of
+ * cuda/w4a16.cuh. Built only with CUDA (hz_have_cuda).
+ *
+ * Both accumulate in FP32 (accum_dtype "f32"): every call adds its experts into the caller's FP32
+ * device accumulators in the order given (ascending ids), exactly the exec.h contract; the caller
+ * rounds to FP16 once the layer's last group is in. A group of more than HZ_W4A16_MAX_EXPERTS experts
+ * is split into consecutive launches over the same accumulators, which keeps the order.
+ *
+ * Work is only enqueued (on hz_moe_call.queue): the rows must stay valid until the queue passes the
+ * point after the call, which the model marks with an event it hands to hz_generation_release. */
+#ifndef HZ_EXEC_CUDA_H
+#define HZ_EXEC_CUDA_H
+
+#include <stdint.h>
+
+#include "exec.h"
+
+int hz_exec_cuda_create(const char *name, const hz_expert_layout *layout, hz_executor **out);
+
+/* Device scratch one call of either cuda executor needs for experts of `layout`. */
+uint64_t hz_exec_cuda_scratch_bytes(const hz_expert_layout *layout);
+
+/* Device-resident routing (full residency): n experts (n <= HZ_W4A16_MAX_EXPERTS) of ONE token whose
+ * blob addresses (rows_dev) and FP32 weights (w_dev) are device arrays written by earlier work on
+ * `queue`, in ascending expert id; adds into the FP32 device accumulators acc. x: device FP16
+ * [hidden]. Same numerics as the moe op. HZ_EINVAL when `ex` is not a cuda executor. */
+int hz_exec_cuda_moe_device(hz_executor *ex, uint32_t n, const void *const *rows_dev, const float *w_dev,
+                            const hz_f16 *x, float *acc, void *scratch, uint64_t scratch_bytes, void *queue);
+
+#endif

@@ -1,0 +1,49 @@
+#!/bin/sh
+# hz-bench --quick on a tiny OLMoE-shaped model (cpu), its report checked by check_report.py, and the
+# tool's failure paths (each must exit 1 with a message naming the problem).
+# usage: bench.sh HZ_MKMODEL HZ_PACK HZ_BENCH CHECK_REPORT_PY
+set -eu
+mkmodel=$1 pack=$2 bench=$3 check=$4
+command -v python3 >/dev/null 2>&1 || { echo "bench: python3 not found, skipping"; exit 77; }
+w=$(mktemp -d "${TMPDIR:-/tmp}/hz-bench.XXXXXX")
+trap 'rm -rf "$w"' EXIT
+
+fail() { echo "bench: FAIL: $*" >&2; exit 1; }
+# expect_fail STDERR_NEEDLE cmd...: exit status exactly 1 and the needle on stderr
+expect_fail() {
+    needle=$1; shift
+    set +e
+    "$@" >"$w/out" 2>"$w/err"
+    st=$?
+    set -e
+    [ $st -eq 1 ] || { cat "$w/err" >&2; fail "exit status $st (want 1): $*"; }
+    grep -q -- "$needle" "$w/err" || { cat "$w/err" >&2; fail "stderr lacks '$needle': $*"; }
+}
+
+"$mkmodel" --arch olmoe --preset tiny --seed 5 "$w/m" >/dev/null
+"$pack" "$w/m" "$w/a.hzq" --quiet
+
+# 1. the quick run: table on stdout, report in the file
+"$bench" "$w/a.hzq" --quick --device cpu --resident 4,8 --json "$w/out.json" >"$w/table.txt"
+cat "$w/table.txt"
+grep -q '^c4/8 ' "$w/table.txt" || fail "table lacks the c4/8 row"
+grep -q '^c8/8 ' "$w/table.txt" || fail "table lacks the c8/8 row"
+python3 "$check" "$w/out.json" --prompts 2 --blocks 1 --tokens 16 --warmup 4 --resident 4,8
+
+# 2. --json - puts the report on stdout and the table on stderr; explicit sizes override --quick
+"$bench" "$w/a.hzq" --quick --tokens 3 --warmup 0 --device cpu --json - >"$w/stdout.json" 2>"$w/stderr.txt"
+grep -q '^c8/8 ' "$w/stderr.txt" || fail "with --json - the table should go to stderr"
+python3 "$check" "$w/stdout.json" --prompts 2 --blocks 1 --tokens 3 --warmup 0 --resident 8
+
+# 3. failures
+expect_fail "no model given" "$bench"
+expect_fail "opening the model" "$bench" "$w/missing.hzq" --quick --device cpu
+expect_fail "HZ_ECAPACITY" "$bench" "$w/a.hzq" --quick --device cpu --resident 9
+expect_fail "unknown transport 'bogus'" "$bench" "$w/a.hzq" --quick --device cpu --transport bogus
+expect_fail "--resident must be a comma-separated list" "$bench" "$w/a.hzq" --quick --device cpu --resident 4,,8
+expect_fail "--tokens must be a non-negative integer" "$bench" "$w/a.hzq" --tokens -3
+expect_fail "unknown option" "$bench" "$w/a.hzq" --frobnicate
+expect_fail "opening the device" "$bench" "$w/a.hzq" --quick --device nonsense
+expect_fail "model's context is 256" "$bench" "$w/a.hzq" --device cpu --prompts 8 --blocks 1 --tokens 200 --warmup 0
+expect_fail "cannot create" "$bench" "$w/a.hzq" --quick --device cpu --json "$w/no/such/dir/out.json"
+echo "bench: OK"

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Downstream-style test: install libhorizon from a meson build directory into a temporary DESTDIR, then
+# build tests/downstream/consumer.c outside the source tree with only the installed header and
+# pkg-config file, make a tiny artifact with the installed tools, and run the program.
+# Usage: run.sh BUILD_DIR [SANITIZE]   (SANITIZE: meson's b_sanitize value, e.g. address,undefined)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "$1" && pwd)
+sanitize=${2:-none}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+meson install -C "$build" --destdir "$tmp/dest" --no-rebuild --quiet >/dev/null
+pc=$(find "$tmp/dest" -name horizon.pc -print -quit)
+[ -n "$pc" ] || { echo "horizon.pc was not installed" >&2; exit 1; }
+# The .pc file says prefix=/usr/local; the sysroot variable makes pkg-config prepend the DESTDIR.
+export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR="$tmp/dest"
+cflags=$(pkg-config --cflags horizon)
+libs=$(pkg-config --libs horizon)
+libdir=$(pkg-config --libs-only-L horizon | sed 's/^ *-L//; s/ *$//')
+bindir=$(dirname "$(find "$tmp/dest" -name hz-pack -type f -print -quit)")
+echo "pkg-config: $cflags $libs"
+
+san=()
+[ "$sanitize" != none ] && [ -n "$sanitize" ] && san=(-fsanitize="$sanitize")
+
+# Only the copied source, the installed header and the installed library are visible to the compiler.
+mkdir "$tmp/consumer"
+cp "$here/consumer.c" "$tmp/consumer/"
+cd "$tmp/consumer"
+# shellcheck disable=SC2086
+${CC:-cc} -std=c11 -Wall -Wextra -Wpedantic -Werror "${san[@]}" $cflags consumer.c -o consumer $libs
+# shellcheck disable=SC2086
+${CXX:-c++} -std=c++11 -Wall -Wextra -Werror "${san[@]}" -x c++ $cflags -fsyntax-only consumer.c
+
+"$bindir/hz-mkmodel" --arch olmoe --preset tiny --seed 3 model >/dev/null
+"$bindir/hz-pack" model tiny.hzq >/dev/null
+LD_LIBRARY_PATH="$libdir" ./consumer tiny.hzq
+# The program resolved the installed library, not one from the build tree.
+LD_LIBRARY_PATH="$libdir" ldd ./consumer | grep -F "$libdir/libhorizon.so.0"

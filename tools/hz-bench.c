@@ -1,0 +1,1113 @@
+/* hz-bench: the performance contract of DESIGN.md section 6, measured through the public API only.
+ *
+ *   hz-bench MODEL.hzq [--device auto|cpu|cuda:N] [--resident N[,N...]] [--executor NAME]
+ *            [--prompts 12] [--blocks 3] [--tokens 128] [--warmup 64] [--transport serial]
+ *            [--json OUT.json|-] [--quick]
+ *
+ * For every residency in the list it creates a fresh cache (canonical initial placement, LRU eviction),
+ * a model and one session, runs a warmup request that no figure includes, then runs the fixed prompt
+ * set `blocks` times in order, one request at a time, greedy with EOS suppressed. The cache is never
+ * recreated inside a residency, so the LRU state evolves across every request of the run.
+ *
+ * Figures (doc/bench.md defines them; the code below follows those definitions literally):
+ *   pooled decode       = sum(N - 1) / sum(response - TTFT)
+ *   overall output rate = sum(N) / sum(response)
+ *   TTFT, response time = means over the measured requests
+ *   per-block pooled decode and output rates, and their spread (min, max, (max - min) / mean)
+ *   H2D bytes, hits, misses, hit rate, expert D2H bytes: deltas of hz_cache_stats_json over the
+ *   measured requests (the initial fill and the warmup are reported apart)
+ *   VRAM peak: device-wide (total - free) from hz_device_describe_json, sampled outside the timed
+ *   sections; the device's own "UNSUPPORTED"/"UNKNOWN" is passed through, never replaced by a number
+ *   RSS peak: VmHWM from /proc/self/status (getrusage ru_maxrss when that is unreadable)
+ *
+ * Exit status 0 on success, 1 on any error (the message goes to stderr). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include <horizon/horizon.h>
+
+/* ------------------------------------------------------------------------------------------------
+ * The prompt rule. Changing any constant here changes every figure: bump BENCH_SCHEMA with it.
+ * ---------------------------------------------------------------------------------------------- */
+
+#define BENCH_SCHEMA 1
+#define PROMPT_SEED UINT64_C(0x486f72697a6f6e31) /* "Horizon1" */
+#define PROMPT_MIN_LEN 16u
+#define PROMPT_MAX_LEN 128u
+#define PROMPT_LEN_STEPS 12u /* lengths PROMPT_MIN_LEN .. PROMPT_MAX_LEN in 12 even steps */
+#define PROMPT_ORDER_STRIDE 5u /* coprime with 12: interleaves short and long prompts */
+#define WARMUP_PROMPT_LEN 16u
+
+#define PROMPT_RULE_TEXT                                                                                   \
+    "prompt k (k = 0, 1, ...) has length 16 + (j * 112) / 11 with j = (5 * k) mod 12, i.e. the order "    \
+    "16, 66, 117, 46, 97, 26, 77, 128, 56, 107, 36, 87, repeating; its token ids are drawn by "            \
+    "splitmix64 seeded with 0x486f72697a6f6e31 + k, token = (x >> 32) mod vocab, redrawn while it "       \
+    "equals the EOS id; no BOS is prepended. The warmup prompt is 16 tokens from seed "                   \
+    "0x486f72697a6f6e31 - 1 by the same rule."
+
+static uint64_t splitmix64(uint64_t *state) {
+    uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static uint32_t prompt_length(uint32_t k) {
+    uint32_t j = (PROMPT_ORDER_STRIDE * k) % PROMPT_LEN_STEPS;
+    return PROMPT_MIN_LEN + (j * (PROMPT_MAX_LEN - PROMPT_MIN_LEN)) / (PROMPT_LEN_STEPS - 1);
+}
+
+/* Fills `out` with `len` token ids from `seed`. EOS is excluded so that no prompt ends a request early
+ * in an implementation that stops at EOS. */
+static void prompt_tokens(uint64_t seed, uint32_t len, uint32_t vocab, int32_t eos, int32_t *out) {
+    uint64_t s = seed;
+    for (uint32_t i = 0; i < len; i++) {
+        int32_t t;
+        do {
+            t = (int32_t)((splitmix64(&s) >> 32) % vocab);
+        } while (t == eos);
+        out[i] = t;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Small helpers
+ * ---------------------------------------------------------------------------------------------- */
+
+static FILE *g_table; /* stdout, or stderr when the JSON report goes to stdout */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int fail_hz(const char *what, int status) {
+    fprintf(stderr, "hz-bench: %s failed: %s (%s): %s\n", what, hz_strerror(status), hz_status_name(status),
+            hz_last_error_message());
+    return 1;
+}
+
+static int fail_oom(void) {
+    fprintf(stderr, "hz-bench: out of memory\n");
+    return 1;
+}
+
+static int parse_u32(const char *s, const char *what, uint32_t *out) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *end || errno || v > UINT32_MAX || s[0] == '-' || s[0] == '+' || s[0] == ' ') {
+        fprintf(stderr, "hz-bench: %s must be a non-negative integer, got '%s'\n", what, s);
+        return -1;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* "4,8,0": residencies per routed layer (0 = all experts). */
+static int parse_residency_list(const char *s, uint32_t **out, uint32_t *out_n) {
+    uint32_t n = 1;
+    for (const char *p = s; *p; p++) n += *p == ',';
+    uint32_t *v = calloc(n, sizeof *v);
+    char *copy = strdup(s);
+    if (!v || !copy) {
+        free(v);
+        free(copy);
+        return fail_oom();
+    }
+    uint32_t i = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (parse_u32(tok, "--resident entry", &v[i])) {
+            free(v);
+            free(copy);
+            return 1;
+        }
+        i++;
+    }
+    free(copy);
+    if (i != n || n == 0) { /* empty entries ("4,,8", ",4", "") */
+        fprintf(stderr, "hz-bench: --resident must be a comma-separated list of integers, got '%s'\n", s);
+        free(v);
+        return 1;
+    }
+    *out = v;
+    *out_n = n;
+    return 0;
+}
+
+/* A number from a JSON object, or -1 when the key is absent or not a number (for counters that are
+ * always present in the cache stats; a missing one is an error the caller reports). */
+static int json_u64(const cJSON *obj, const char *key, double *out) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsNumber(it)) return -1;
+    *out = it->valuedouble;
+    return 0;
+}
+
+static const char *json_str(const cJSON *obj, const char *key, const char *fallback) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsString(it) && it->valuestring ? it->valuestring : fallback;
+}
+
+/* Peak resident set of this process so far, in bytes; 0 when neither source is readable. VmHWM is
+ * preferred because it can be reset between residencies (clear_refs), ru_maxrss cannot. */
+static uint64_t rss_peak_bytes(const char **source) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kb = 0;
+        int found = 0;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "VmHWM: %llu kB", &kb) == 1) {
+                found = 1;
+                break;
+            }
+        fclose(f);
+        if (found) {
+            *source = "VmHWM";
+            return (uint64_t)kb * 1024u;
+        }
+    }
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        *source = "ru_maxrss";
+        return (uint64_t)ru.ru_maxrss * 1024u; /* kilobytes on Linux */
+    }
+    *source = "none";
+    return 0;
+}
+
+/* Resets the kernel's peak-RSS mark (Linux >= 4.0) so each residency gets its own peak. Returns 0 when
+ * the reset took effect. */
+static int rss_peak_reset(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return -1;
+    int ok = fputs("5", f) >= 0;
+    ok = (fclose(f) == 0) && ok;
+    return ok ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Device memory sampling
+ * ---------------------------------------------------------------------------------------------- */
+
+typedef struct vram_peak {
+    int numeric;           /* 1 once a numeric sample was seen */
+    char verdict[16];      /* "UNSUPPORTED"/"UNKNOWN" when no numeric sample */
+    double used_max;       /* bytes, device-wide */
+    double total;          /* bytes */
+    uint32_t samples;
+} vram_peak;
+
+static void vram_init(vram_peak *v) {
+    memset(v, 0, sizeof *v);
+    snprintf(v->verdict, sizeof v->verdict, "UNKNOWN");
+}
+
+/* One sample of device-wide used memory. The device's own verdict string is kept verbatim. */
+static int vram_sample(hz_device *dev, vram_peak *v) {
+    char *text = NULL;
+    int st = hz_device_describe_json(dev, &text);
+    if (st) return fail_hz("describing the device", st);
+    cJSON *root = cJSON_Parse(text);
+    hz_free(text);
+    if (!root) {
+        fprintf(stderr, "hz-bench: hz_device_describe_json returned text that is not JSON\n");
+        return 1;
+    }
+    const cJSON *mem = cJSON_GetObjectItemCaseSensitive(root, "memory");
+    const cJSON *fr = cJSON_GetObjectItemCaseSensitive(mem, "free_bytes");
+    const cJSON *to = cJSON_GetObjectItemCaseSensitive(mem, "total_bytes");
+    if (cJSON_IsNumber(fr) && cJSON_IsNumber(to)) {
+        double used = to->valuedouble - fr->valuedouble;
+        if (!v->numeric || used > v->used_max) v->used_max = used;
+        v->total = to->valuedouble;
+        v->numeric = 1;
+        v->samples++;
+    } else if (!v->numeric) {
+        const char *why = cJSON_IsString(fr) ? fr->valuestring : "UNKNOWN";
+        snprintf(v->verdict, sizeof v->verdict, "%s", strcmp(why, "UNSUPPORTED") == 0 ? "UNSUPPORTED" : "UNKNOWN");
+    }
+    cJSON_Delete(root);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * One request
+ * ---------------------------------------------------------------------------------------------- */
+
+typedef struct request_result {
+    uint32_t prompt_len;
+    uint32_t tokens; /* N */
+    double ttft_s;
+    double response_s;
+    uint32_t eos_substitutions;
+} request_result;
+
+typedef struct bench_ctx {
+    hz_session *session;
+    int32_t eos;
+    uint32_t vocab;
+    uint64_t digest; /* FNV-1a over the generated ids of the measured requests */
+} bench_ctx;
+
+/* Greedy with EOS suppressed: when the sampler picked EOS, the best other token (largest logit,
+ * lowest id on ties, the sampler's own tie rule) replaces it. */
+static int suppress_eos(bench_ctx *c, int32_t *next, uint32_t *subs) {
+    if (c->eos < 0 || *next != c->eos) return 0;
+    const float *logits = NULL;
+    uint32_t n = 0;
+    int st = hz_session_logits(c->session, &logits, &n);
+    if (st) return fail_hz("reading the logits to suppress EOS", st);
+    int32_t best = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        if ((int32_t)i == c->eos) continue;
+        if (best < 0 || logits[i] > logits[best]) best = (int32_t)i;
+    }
+    if (best < 0) {
+        fprintf(stderr, "hz-bench: the vocabulary has no token other than EOS\n");
+        return 1;
+    }
+    *next = best;
+    (*subs)++;
+    return 0;
+}
+
+static void digest_add(uint64_t *h, int32_t t) {
+    uint32_t u = (uint32_t)t;
+    for (int b = 0; b < 4; b++) {
+        *h ^= (u >> (8 * b)) & 0xffu;
+        *h *= UINT64_C(0x100000001b3);
+    }
+}
+
+/* Runs one request: reset, prefill (its sampled token is the first output), then n_out - 1 decode
+ * steps. TTFT ends when the first output token is known, the response when the last one is. */
+static int run_request(bench_ctx *c, const int32_t *prompt, uint32_t len, uint32_t n_out, int measured,
+                       request_result *r) {
+    int st;
+    memset(r, 0, sizeof *r);
+    r->prompt_len = len;
+    if ((st = hz_session_reset(c->session))) return fail_hz("resetting the session", st);
+    int32_t next = -1;
+    double t0 = now_s();
+    if ((st = hz_prefill(c->session, prompt, len, &next))) return fail_hz("prefill", st);
+    if (suppress_eos(c, &next, &r->eos_substitutions)) return 1;
+    double t_first = now_s();
+    if (measured) digest_add(&c->digest, next);
+    for (uint32_t i = 1; i < n_out; i++) {
+        if ((st = hz_decode_step(c->session, next, &next))) return fail_hz("decode step", st);
+        if (suppress_eos(c, &next, &r->eos_substitutions)) return 1;
+        if (measured) digest_add(&c->digest, next);
+    }
+    double t_end = now_s();
+    r->tokens = n_out;
+    r->ttft_s = t_first - t0;
+    r->response_s = t_end - t0;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Cache counters
+ * ---------------------------------------------------------------------------------------------- */
+
+/* The counters every figure needs; all must be numbers in hz_cache_stats_json. */
+static const char *const k_counters[] = {"hits",      "misses",      "h2d_bytes",       "h2d_copies",
+                                         "expert_d2h_bytes", "evictions", "publications", "acquires"};
+#define N_COUNTERS (sizeof k_counters / sizeof k_counters[0])
+
+typedef struct cache_snap {
+    double v[N_COUNTERS];
+    cJSON *raw; /* the whole stats object */
+} cache_snap;
+
+static int cache_snapshot(hz_cache *cache, cache_snap *s) {
+    char *text = NULL;
+    int st = hz_cache_stats_json(cache, &text);
+    if (st) return fail_hz("reading the cache stats", st);
+    s->raw = cJSON_Parse(text);
+    hz_free(text);
+    if (!s->raw) {
+        fprintf(stderr, "hz-bench: hz_cache_stats_json returned text that is not JSON\n");
+        return 1;
+    }
+    for (size_t i = 0; i < N_COUNTERS; i++)
+        if (json_u64(s->raw, k_counters[i], &s->v[i])) {
+            fprintf(stderr, "hz-bench: the cache stats lack a numeric '%s' (state %s)\n", k_counters[i],
+                    json_str(s->raw, "state", "?"));
+            cJSON_Delete(s->raw);
+            s->raw = NULL;
+            return 1;
+        }
+    return 0;
+}
+
+static double snap_get(const cache_snap *s, const char *key) {
+    for (size_t i = 0; i < N_COUNTERS; i++)
+        if (strcmp(k_counters[i], key) == 0) return s->v[i];
+    return 0.0;
+}
+
+/* {counter: b - a} for every counter, plus the hit rate of the window (null when nothing was acquired). */
+static cJSON *cache_delta_json(const cache_snap *a, const cache_snap *b) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    for (size_t i = 0; i < N_COUNTERS; i++) cJSON_AddNumberToObject(o, k_counters[i], b->v[i] - a->v[i]);
+    double hits = snap_get(b, "hits") - snap_get(a, "hits");
+    double misses = snap_get(b, "misses") - snap_get(a, "misses");
+    if (hits + misses > 0)
+        cJSON_AddNumberToObject(o, "hit_rate", hits / (hits + misses));
+    else
+        cJSON_AddNullToObject(o, "hit_rate");
+    return o;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Options, model shape
+ * ---------------------------------------------------------------------------------------------- */
+
+typedef struct bench_opts {
+    const char *model_path, *device, *executor, *transport, *json_path, *resident_text;
+    uint32_t prompts, blocks, tokens, warmup;
+    int quick;
+} bench_opts;
+
+typedef struct model_shape {
+    char architecture[32];
+    char executor[64];
+    char accumulation[32];
+    double layers, experts, top_k, hidden, expert_width, shared_width, vocab, max_pos;
+} model_shape;
+
+static int read_shape(hz_model *model, model_shape *sh) {
+    char *text = NULL;
+    int st = hz_model_describe_json(model, &text);
+    if (st) return fail_hz("describing the model", st);
+    cJSON *root = cJSON_Parse(text);
+    hz_free(text);
+    if (!root) {
+        fprintf(stderr, "hz-bench: hz_model_describe_json returned text that is not JSON\n");
+        return 1;
+    }
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(root, "config");
+    const cJSON *prec = cJSON_GetObjectItemCaseSensitive(root, "precision");
+    snprintf(sh->architecture, sizeof sh->architecture, "%s", json_str(root, "architecture", "UNKNOWN"));
+    snprintf(sh->executor, sizeof sh->executor, "%s", json_str(root, "executor", "UNKNOWN"));
+    snprintf(sh->accumulation, sizeof sh->accumulation, "%s", json_str(prec, "accumulation", "UNKNOWN"));
+    struct {
+        const char *key;
+        double *dst;
+    } f[] = {{"layers", &sh->layers},
+             {"experts", &sh->experts},
+             {"top_k", &sh->top_k},
+             {"hidden_size", &sh->hidden},
+             {"expert_intermediate_size", &sh->expert_width},
+             {"shared_expert_intermediate_size", &sh->shared_width},
+             {"vocab_size", &sh->vocab},
+             {"max_position_embeddings", &sh->max_pos}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (json_u64(cfg, f[i].key, f[i].dst)) {
+            fprintf(stderr, "hz-bench: the model description lacks config.%s\n", f[i].key);
+            cJSON_Delete(root);
+            return 1;
+        }
+    cJSON_Delete(root);
+    return 0;
+}
+
+static cJSON *shape_json(const model_shape *sh) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddStringToObject(o, "architecture", sh->architecture);
+    cJSON_AddNumberToObject(o, "layers", sh->layers);
+    cJSON_AddNumberToObject(o, "experts", sh->experts);
+    cJSON_AddNumberToObject(o, "top_k", sh->top_k);
+    cJSON_AddNumberToObject(o, "hidden", sh->hidden);
+    cJSON_AddNumberToObject(o, "expert_width", sh->expert_width);
+    cJSON_AddNumberToObject(o, "shared_expert_width", sh->shared_width);
+    cJSON_AddNumberToObject(o, "vocab", sh->vocab);
+    return o;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * The run of one residency
+ * ---------------------------------------------------------------------------------------------- */
+
+typedef struct rate_spread {
+    double min, max, rel;
+} rate_spread;
+
+static rate_spread spread_of(const double *v, uint32_t n) {
+    rate_spread s = {0, 0, 0};
+    if (n == 0) return s;
+    double sum = 0;
+    s.min = s.max = v[0];
+    for (uint32_t i = 0; i < n; i++) {
+        if (v[i] < s.min) s.min = v[i];
+        if (v[i] > s.max) s.max = v[i];
+        sum += v[i];
+    }
+    double mean = sum / n;
+    s.rel = mean > 0 ? (s.max - s.min) / mean : 0;
+    return s;
+}
+
+static cJSON *spread_json(rate_spread s) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddNumberToObject(o, "min", s.min);
+    cJSON_AddNumberToObject(o, "max", s.max);
+    cJSON_AddNumberToObject(o, "relative_spread", s.rel);
+    return o;
+}
+
+/* A rate, or JSON null when its denominator is zero (e.g. N = 1 gives no decode seconds). */
+static void add_rate(cJSON *o, const char *key, double num, double den) {
+    if (den > 0)
+        cJSON_AddNumberToObject(o, key, num / den);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+typedef struct table_row {
+    uint32_t resident, experts;
+    double pooled, overall, ttft_ms, resp_ms, spread, hit_rate, misses, h2d_mb;
+    int invariant_checker;
+    char vram[32], rss[32];
+} table_row;
+
+static void fmt_bytes(char *buf, size_t cap, double bytes) {
+    snprintf(buf, cap, "%.1f MiB", bytes / (1024.0 * 1024.0));
+}
+
+typedef struct shared_state {
+    const bench_opts *o;
+    hz_host_backing *backing;
+    hz_device *device;
+    int32_t **prompts; /* o->prompts prompt arrays */
+    int32_t *warmup_prompt;
+    uint64_t rss_process_peak;
+    const char *rss_source;
+    int rss_resettable;
+    model_shape shape;
+    int have_shape;
+} shared_state;
+
+/* Runs one residency and appends its report object to `runs`. */
+static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_row *row) {
+    const bench_opts *o = S->o;
+    int rc = 1, st;
+    hz_cache *cache = NULL;
+    hz_model *model = NULL;
+    hz_session *session = NULL;
+    cache_snap s_create = {{0}, NULL}, s_warm = {{0}, NULL}, s_end = {{0}, NULL};
+    request_result *req = NULL;
+    double *blk_pooled = NULL, *blk_overall = NULL;
+    char *sess_text = NULL;
+    cJSON *run = NULL;
+    vram_peak vp;
+    vram_init(&vp);
+
+    /* Per-residency peak RSS: fold the mark so far into the process peak, then reset it. */
+    uint64_t before = rss_peak_bytes(&S->rss_source);
+    if (before > S->rss_process_peak) S->rss_process_peak = before;
+    S->rss_resettable = rss_peak_reset() == 0;
+
+    hz_cache_options co;
+    hz_cache_options_init(&co);
+    co.capacity = resident;
+    co.eviction = HZ_EVICT_LRU;
+    co.transport = HZ_TRANSPORT_SERIAL; /* main() accepts no other transport name */
+    co.initial_placement = NULL;        /* canonical: experts 0..capacity-1 of every layer */
+    if ((st = hz_cache_create(S->backing, S->device, &co, &cache))) {
+        char what[64];
+        snprintf(what, sizeof what, "creating the cache with %u resident experts", resident);
+        rc = fail_hz(what, st);
+        goto done;
+    }
+    hz_model_options mo;
+    hz_model_options_init(&mo);
+    mo.executor = o->executor;
+    if ((st = hz_model_create(S->backing, S->device, cache, &mo, &model))) {
+        rc = fail_hz("creating the model", st);
+        goto done;
+    }
+    hz_model_info info;
+    hz_model_info_init(&info);
+    if ((st = hz_model_get_info(model, &info))) {
+        rc = fail_hz("reading the model info", st);
+        goto done;
+    }
+    model_shape sh;
+    if (read_shape(model, &sh)) goto done;
+    if (!S->have_shape) {
+        S->shape = sh;
+        S->have_shape = 1;
+    }
+
+    /* Prompts depend on the vocabulary, known only now; they are made once and reused. */
+    uint32_t need_ctx = 0, longest = 0;
+    if (!S->prompts) {
+        if (!(S->prompts = calloc(o->prompts, sizeof *S->prompts))) {
+            rc = fail_oom();
+            goto done;
+        }
+        for (uint32_t k = 0; k < o->prompts; k++) {
+            uint32_t len = prompt_length(k);
+            if (!(S->prompts[k] = malloc((size_t)len * sizeof(int32_t)))) {
+                rc = fail_oom();
+                goto done;
+            }
+            prompt_tokens(PROMPT_SEED + k, len, info.vocab_size, info.eos_token, S->prompts[k]);
+        }
+        if (!(S->warmup_prompt = malloc(WARMUP_PROMPT_LEN * sizeof(int32_t)))) {
+            rc = fail_oom();
+            goto done;
+        }
+        prompt_tokens(PROMPT_SEED - 1, WARMUP_PROMPT_LEN, info.vocab_size, info.eos_token, S->warmup_prompt);
+    }
+    /* A request occupies len + N - 1 positions (the last token is sampled, never run). */
+    for (uint32_t k = 0; k < o->prompts; k++)
+        if (prompt_length(k) > longest) longest = prompt_length(k);
+    need_ctx = longest + o->tokens - 1;
+    if (o->warmup && WARMUP_PROMPT_LEN + o->warmup - 1 > need_ctx) need_ctx = WARMUP_PROMPT_LEN + o->warmup - 1;
+    if (need_ctx > info.max_context) {
+        fprintf(stderr,
+                "hz-bench: the longest request needs %u positions (prompt of %u + %u tokens - 1, or the "
+                "warmup) but the model's context is %u; lower --tokens, --warmup or --prompts\n",
+                need_ctx, longest, o->tokens, info.max_context);
+        goto done;
+    }
+    hz_session_options so;
+    hz_session_options_init(&so);
+    so.max_context = need_ctx;
+    if ((st = hz_session_create(model, &so, &session))) {
+        rc = fail_hz("creating the session", st);
+        goto done;
+    }
+    bench_ctx c = {session, info.eos_token, info.vocab_size, UINT64_C(0xcbf29ce484222325)};
+
+    if (cache_snapshot(cache, &s_create)) goto done;
+    if (vram_sample(S->device, &vp)) goto done;
+
+    /* Warmup: excluded from every figure, but it does move the cache (that is its purpose). */
+    request_result wr = {0, 0, 0, 0, 0};
+    if (o->warmup && run_request(&c, S->warmup_prompt, WARMUP_PROMPT_LEN, o->warmup, 0, &wr)) goto done;
+    if (cache_snapshot(cache, &s_warm)) goto done;
+    if (vram_sample(S->device, &vp)) goto done;
+
+    uint32_t n_req = o->prompts * o->blocks;
+    req = calloc(n_req, sizeof *req);
+    blk_pooled = calloc(o->blocks, sizeof *blk_pooled);
+    blk_overall = calloc(o->blocks, sizeof *blk_overall);
+    if (!req || !blk_pooled || !blk_overall) {
+        rc = fail_oom();
+        goto done;
+    }
+    for (uint32_t b = 0; b < o->blocks; b++)
+        for (uint32_t k = 0; k < o->prompts; k++) {
+            if (run_request(&c, S->prompts[k], prompt_length(k), o->tokens, 1, &req[b * o->prompts + k])) goto done;
+            /* Outside the timed section: a memory query per request is cheap next to 128 tokens. */
+            if (vram_sample(S->device, &vp)) goto done;
+        }
+    if (cache_snapshot(cache, &s_end)) goto done;
+    if ((st = hz_session_stats_json(session, &sess_text))) {
+        rc = fail_hz("reading the session stats", st);
+        goto done;
+    }
+    const char *rss_src = "none";
+    uint64_t rss = rss_peak_bytes(&rss_src);
+    if (rss > S->rss_process_peak) S->rss_process_peak = rss;
+
+    /* Figures. */
+    double sum_n = 0, sum_n1 = 0, sum_resp = 0, sum_dec = 0, sum_ttft = 0;
+    uint32_t subs = 0;
+    cJSON *blocks = cJSON_CreateArray(), *reqs = cJSON_CreateArray();
+    run = cJSON_CreateObject();
+    if (!blocks || !reqs || !run) {
+        cJSON_Delete(blocks);
+        cJSON_Delete(reqs);
+        rc = fail_oom();
+        goto done;
+    }
+    for (uint32_t b = 0; b < o->blocks; b++) {
+        double bn = 0, bn1 = 0, bresp = 0, bdec = 0;
+        for (uint32_t k = 0; k < o->prompts; k++) {
+            const request_result *r = &req[b * o->prompts + k];
+            bn += r->tokens;
+            bn1 += r->tokens - 1;
+            bresp += r->response_s;
+            bdec += r->response_s - r->ttft_s;
+            sum_ttft += r->ttft_s;
+            subs += r->eos_substitutions;
+            cJSON *rj = cJSON_CreateObject();
+            if (!rj) {
+                cJSON_Delete(blocks);
+                cJSON_Delete(reqs);
+                rc = fail_oom();
+                goto done;
+            }
+            cJSON_AddNumberToObject(rj, "block", b);
+            cJSON_AddNumberToObject(rj, "prompt", k);
+            cJSON_AddNumberToObject(rj, "prompt_tokens", r->prompt_len);
+            cJSON_AddNumberToObject(rj, "tokens", r->tokens);
+            cJSON_AddNumberToObject(rj, "ttft_s", r->ttft_s);
+            cJSON_AddNumberToObject(rj, "response_s", r->response_s);
+            cJSON_AddNumberToObject(rj, "eos_substitutions", r->eos_substitutions);
+            cJSON_AddItemToArray(reqs, rj);
+        }
+        blk_pooled[b] = bdec > 0 ? bn1 / bdec : 0;
+        blk_overall[b] = bresp > 0 ? bn / bresp : 0;
+        sum_n += bn;
+        sum_n1 += bn1;
+        sum_resp += bresp;
+        sum_dec += bdec;
+        cJSON *bj = cJSON_CreateObject();
+        if (!bj) {
+            cJSON_Delete(blocks);
+            cJSON_Delete(reqs);
+            rc = fail_oom();
+            goto done;
+        }
+        cJSON_AddNumberToObject(bj, "block", b);
+        cJSON_AddNumberToObject(bj, "tokens_generated", bn);
+        add_rate(bj, "pooled_decode_tok_s", bn1, bdec);
+        add_rate(bj, "overall_output_tok_s", bn, bresp);
+        cJSON_AddItemToArray(blocks, bj);
+    }
+    uint32_t experts = (uint32_t)sh.experts;
+    uint32_t res_eff = resident ? resident : experts;
+
+    /* The label every figure carries. */
+    cJSON *label = cJSON_AddObjectToObject(run, "label");
+    cJSON_AddItemToObject(label, "model_shape", shape_json(&sh));
+    cJSON_AddStringToObject(label, "executor", sh.executor);
+    cJSON_AddStringToObject(label, "accumulation", sh.accumulation);
+    cJSON_AddNumberToObject(label, "resident", res_eff);
+    cJSON_AddNumberToObject(label, "experts", experts);
+    char res_label[32];
+    snprintf(res_label, sizeof res_label, "c%u/%u", res_eff, experts);
+    cJSON_AddStringToObject(label, "residency", res_label);
+    cJSON_AddStringToObject(label, "transport", json_str(s_end.raw, "transport", "UNKNOWN"));
+    cJSON_AddStringToObject(label, "eviction", json_str(s_end.raw, "eviction", "UNKNOWN"));
+    cJSON_AddStringToObject(label, "initial_placement", "canonical");
+    cJSON_AddStringToObject(label, "device", hz_device_name(S->device));
+    /* Debug builds verify rows after every transaction (extra device reads): such figures are not the
+     * library's speed, so the label says so. */
+    const cJSON *inv = cJSON_GetObjectItemCaseSensitive(s_end.raw, "invariant_checker");
+    row->invariant_checker = cJSON_IsTrue(inv);
+    if (cJSON_IsBool(inv))
+        cJSON_AddBoolToObject(label, "invariant_checker", cJSON_IsTrue(inv));
+    else
+        cJSON_AddStringToObject(label, "invariant_checker", "UNKNOWN");
+
+    cJSON_AddNumberToObject(run, "requests", n_req);
+    cJSON_AddNumberToObject(run, "tokens_generated", sum_n);
+    cJSON_AddNumberToObject(run, "decode_tokens", sum_n1);
+    cJSON_AddNumberToObject(run, "decode_seconds", sum_dec);
+    cJSON_AddNumberToObject(run, "response_seconds", sum_resp);
+    add_rate(run, "pooled_decode_tok_s", sum_n1, sum_dec);
+    add_rate(run, "overall_output_tok_s", sum_n, sum_resp);
+    cJSON_AddNumberToObject(run, "ttft_mean_s", n_req ? sum_ttft / n_req : 0);
+    cJSON_AddNumberToObject(run, "response_mean_s", n_req ? sum_resp / n_req : 0);
+    cJSON_AddNumberToObject(run, "eos_substitutions", subs);
+    char dig[24];
+    snprintf(dig, sizeof dig, "%016" PRIx64, c.digest);
+    cJSON_AddStringToObject(run, "generated_tokens_fnv1a64", dig);
+    cJSON_AddItemToObject(run, "blocks", blocks);
+    cJSON *spread = cJSON_AddObjectToObject(run, "block_spread");
+    rate_spread sp_pooled = spread_of(blk_pooled, o->blocks), sp_overall = spread_of(blk_overall, o->blocks);
+    cJSON_AddItemToObject(spread, "pooled_decode_tok_s", spread_json(sp_pooled));
+    cJSON_AddItemToObject(spread, "overall_output_tok_s", spread_json(sp_overall));
+
+    cJSON *cj = cJSON_AddObjectToObject(run, "cache");
+    cJSON *measured = cache_delta_json(&s_warm, &s_end);
+    cJSON *warm = cache_delta_json(&s_create, &s_warm);
+    cJSON_AddItemToObject(cj, "measured", measured);
+    cJSON_AddItemToObject(cj, "warmup", warm);
+    {
+        double v;
+        if (json_u64(s_end.raw, "initial_fill_bytes", &v) == 0)
+            cJSON_AddNumberToObject(cj, "initial_fill_bytes", v);
+        else
+            cJSON_AddStringToObject(cj, "initial_fill_bytes", "UNKNOWN");
+    }
+    /* Since creation: the initial fill is a placement, not a miss, so this counts every miss after it. */
+    cJSON_AddNumberToObject(cj, "misses_since_creation", snap_get(&s_end, "misses"));
+    cJSON_AddNumberToObject(cj, "expert_d2h_bytes_since_creation",
+                            snap_get(&s_end, "expert_d2h_bytes") - snap_get(&s_create, "expert_d2h_bytes"));
+    cJSON_AddItemToObject(cj, "stats_end", s_end.raw);
+    s_end.raw = NULL;
+
+    cJSON *vj = cJSON_AddObjectToObject(run, "vram");
+    if (vp.numeric) {
+        cJSON_AddNumberToObject(vj, "peak_bytes", vp.used_max);
+        cJSON_AddNumberToObject(vj, "total_bytes", vp.total);
+    } else {
+        cJSON_AddStringToObject(vj, "peak_bytes", vp.verdict);
+        cJSON_AddStringToObject(vj, "total_bytes", vp.verdict);
+    }
+    cJSON_AddStringToObject(vj, "scope", "device-wide (total - free), all processes on the device");
+    cJSON_AddStringToObject(vj, "method",
+                            "hz_device_describe_json memory sampled after setup, after the warmup and after "
+                            "every request, outside the timed sections");
+    cJSON_AddNumberToObject(vj, "samples", vp.samples);
+
+    cJSON *rj = cJSON_AddObjectToObject(run, "rss");
+    if (rss)
+        cJSON_AddNumberToObject(rj, "peak_bytes", (double)rss);
+    else
+        cJSON_AddStringToObject(rj, "peak_bytes", "UNSUPPORTED");
+    cJSON_AddStringToObject(rj, "source", rss_src);
+    cJSON_AddStringToObject(rj, "scope", S->rss_resettable ? "this residency (peak reset before the cache was created)"
+                                                            : "process so far (the peak could not be reset)");
+
+    cJSON *sj = cJSON_Parse(sess_text);
+    if (sj)
+        cJSON_AddItemToObject(run, "session_stats", sj);
+    else
+        cJSON_AddStringToObject(run, "session_stats", "UNKNOWN");
+    cJSON_AddItemToObject(run, "requests_detail", reqs);
+
+    /* The table row. */
+    row->resident = res_eff;
+    row->experts = experts;
+    row->pooled = sum_dec > 0 ? sum_n1 / sum_dec : 0;
+    row->overall = sum_resp > 0 ? sum_n / sum_resp : 0;
+    row->ttft_ms = n_req ? 1e3 * sum_ttft / n_req : 0;
+    row->resp_ms = n_req ? 1e3 * sum_resp / n_req : 0;
+    row->spread = sp_pooled.rel;
+    {
+        double h = snap_get(&s_end, "hits") - snap_get(&s_warm, "hits");
+        double m = snap_get(&s_end, "misses") - snap_get(&s_warm, "misses");
+        row->hit_rate = h + m > 0 ? h / (h + m) : 0;
+        row->misses = m;
+        row->h2d_mb = (snap_get(&s_end, "h2d_bytes") - snap_get(&s_warm, "h2d_bytes")) / (1024.0 * 1024.0);
+    }
+    if (vp.numeric)
+        fmt_bytes(row->vram, sizeof row->vram, vp.used_max);
+    else
+        snprintf(row->vram, sizeof row->vram, "%s", vp.verdict);
+    if (rss)
+        fmt_bytes(row->rss, sizeof row->rss, (double)rss);
+    else
+        snprintf(row->rss, sizeof row->rss, "UNSUPPORTED");
+
+    cJSON_AddItemToArray(runs, run);
+    run = NULL;
+    rc = 0;
+
+done:
+    cJSON_Delete(run);
+    cJSON_Delete(s_create.raw);
+    cJSON_Delete(s_warm.raw);
+    cJSON_Delete(s_end.raw);
+    hz_free(sess_text);
+    free(req);
+    free(blk_pooled);
+    free(blk_overall);
+    hz_session_destroy(session);
+    /* Children before parents; a destroy fails only while a child lives, which cannot happen here. */
+    if ((st = hz_model_destroy(model)) || (st = hz_cache_destroy(cache))) rc = fail_hz("tearing down a residency", st);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * main
+ * ---------------------------------------------------------------------------------------------- */
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: hz-bench MODEL.hzq [--device auto|cpu|cuda:N] [--resident N[,N...]] [--executor NAME]\n"
+            "                [--prompts 12] [--blocks 3] [--tokens 128] [--warmup 64]\n"
+            "                [--transport serial] [--json OUT.json|-] [--quick]\n"
+            "Measures the performance contract (DESIGN.md section 6, doc/bench.md): for each residency a\n"
+            "fresh cache (canonical initial placement: experts 0..N-1 of every layer, then LRU evolving over\n"
+            "the whole run), a warmup request excluded from every figure, then the fixed prompts run --blocks\n"
+            "times in order at concurrency 1, greedy, EOS suppressed (when the sampler picks EOS the best\n"
+            "other token from the logits is taken), --tokens generated per request.\n"
+            "  --device     device (default auto)\n"
+            "  --resident   routed experts per layer, comma-separated for a sweep; 0 = all (default 0)\n"
+            "  --executor   routed-expert executor: auto, reference, scalar, grouped (default auto)\n"
+            "  --prompts    prompts per block (default 12)\n"
+            "  --blocks     passes over the prompt set (default 3)\n"
+            "  --tokens     tokens generated per request, N (default 128)\n"
+            "  --warmup     tokens generated by the warmup request, 0 = none (default 64)\n"
+            "  --transport  miss transport mode (default serial; the only one so far)\n"
+            "  --json       write the JSON report to this file ('-': to stdout, the table then goes to stderr)\n"
+            "  --quick      2 prompts x 1 block x 16 tokens, warmup 4 (for tests); explicit options win\n"
+            "Figures: pooled decode = sum(N-1) / sum(response - TTFT); overall output rate = sum(N) /\n"
+            "sum(response); TTFT and response time are request means; per-block rates and their spread\n"
+            "(min, max, (max-min)/mean); H2D bytes, hits, misses and hit rate are cache-stat deltas over the\n"
+            "measured requests; VRAM peak is device-wide (UNSUPPORTED/UNKNOWN when the device cannot say);\n"
+            "RSS peak from VmHWM.\n"
+            "Prompt rule: " PROMPT_RULE_TEXT "\n");
+}
+
+static int write_report(const char *path, const char *text) {
+    if (strcmp(path, "-") == 0) {
+        if (fputs(text, stdout) < 0 || fputc('\n', stdout) == EOF || fflush(stdout)) {
+            fprintf(stderr, "hz-bench: writing the report to stdout: %s\n", strerror(errno));
+            return 1;
+        }
+        return 0;
+    }
+    /* Written beside the target and renamed, so a failed run never leaves a half report. */
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp) return fail_oom();
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "hz-bench: cannot create '%s': %s\n", tmp, strerror(errno));
+        free(tmp);
+        return 1;
+    }
+    int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        fprintf(stderr, "hz-bench: cannot write '%s': %s\n", path, strerror(errno));
+        remove(tmp);
+        free(tmp);
+        return 1;
+    }
+    free(tmp);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    bench_opts o = {NULL, "auto", "auto", "serial", NULL, "0", 12, 3, 128, 64, 0};
+    int set_prompts = 0, set_blocks = 0, set_tokens = 0, set_warmup = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_value = i + 1 < argc;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--quick") == 0) {
+            o.quick = 1;
+        } else if (strcmp(a, "--device") == 0 && has_value) {
+            o.device = argv[++i];
+        } else if (strcmp(a, "--executor") == 0 && has_value) {
+            o.executor = argv[++i];
+        } else if (strcmp(a, "--transport") == 0 && has_value) {
+            o.transport = argv[++i];
+        } else if (strcmp(a, "--json") == 0 && has_value) {
+            o.json_path = argv[++i];
+        } else if (strcmp(a, "--resident") == 0 && has_value) {
+            o.resident_text = argv[++i];
+        } else if (strcmp(a, "--prompts") == 0 && has_value) {
+            if (parse_u32(argv[++i], "--prompts", &o.prompts)) return 1;
+            set_prompts = 1;
+        } else if (strcmp(a, "--blocks") == 0 && has_value) {
+            if (parse_u32(argv[++i], "--blocks", &o.blocks)) return 1;
+            set_blocks = 1;
+        } else if (strcmp(a, "--tokens") == 0 && has_value) {
+            if (parse_u32(argv[++i], "--tokens", &o.tokens)) return 1;
+            set_tokens = 1;
+        } else if (strcmp(a, "--warmup") == 0 && has_value) {
+            if (parse_u32(argv[++i], "--warmup", &o.warmup)) return 1;
+            set_warmup = 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "hz-bench: unknown option or missing value: %s\n", a);
+            usage(stderr);
+            return 1;
+        } else if (!o.model_path) {
+            o.model_path = a;
+        } else {
+            fprintf(stderr, "hz-bench: unexpected argument '%s'\n", a);
+            usage(stderr);
+            return 1;
+        }
+    }
+    if (!o.model_path) {
+        fprintf(stderr, "hz-bench: no model given\n");
+        usage(stderr);
+        return 1;
+    }
+    if (o.quick) {
+        if (!set_prompts) o.prompts = 2;
+        if (!set_blocks) o.blocks = 1;
+        if (!set_tokens) o.tokens = 16;
+        if (!set_warmup) o.warmup = 4;
+    }
+    if (o.prompts == 0 || o.blocks == 0 || o.tokens == 0) {
+        fprintf(stderr, "hz-bench: --prompts, --blocks and --tokens must be at least 1\n");
+        return 1;
+    }
+    if (o.prompts > 100000 || o.blocks > 100000 || (uint64_t)o.prompts * o.blocks > 1000000 || o.tokens > 1000000 ||
+        o.warmup > 1000000) {
+        fprintf(stderr, "hz-bench: --prompts, --blocks, --tokens or --warmup is unreasonably large\n");
+        return 1;
+    }
+    if (strcmp(o.transport, "serial") != 0) {
+        fprintf(stderr, "hz-bench: unknown transport '%s' (this library offers: serial)\n", o.transport);
+        return 1;
+    }
+    uint32_t *res = NULL, n_res = 0;
+    if (parse_residency_list(o.resident_text, &res, &n_res)) return 1;
+    g_table = (o.json_path && strcmp(o.json_path, "-") == 0) ? stderr : stdout;
+
+    int rc = 1, st;
+    shared_state S;
+    memset(&S, 0, sizeof S);
+    S.o = &o;
+    S.rss_source = "none";
+    cJSON *report = NULL;
+    char *text = NULL, *dev_text = NULL;
+    table_row *rows = calloc(n_res, sizeof *rows);
+    if (!rows) {
+        rc = fail_oom();
+        goto done;
+    }
+
+    double t_open = now_s();
+    if ((st = hz_host_backing_open(o.model_path, NULL, &S.backing))) {
+        rc = fail_hz("opening the model", st);
+        goto done;
+    }
+    double backing_s = now_s() - t_open;
+    if ((st = hz_device_open(o.device, &S.device))) {
+        rc = fail_hz("opening the device", st);
+        goto done;
+    }
+
+    report = cJSON_CreateObject();
+    cJSON *runs = cJSON_CreateArray();
+    if (!report || !runs) {
+        cJSON_Delete(runs);
+        rc = fail_oom();
+        goto done;
+    }
+    for (uint32_t i = 0; i < n_res; i++)
+        if (run_residency(&S, res[i], runs, &rows[i])) {
+            cJSON_Delete(runs);
+            goto done;
+        }
+
+    /* The report: identification first, then the protocol, then one object per residency. */
+    {
+        char date[32];
+        time_t t = time(NULL);
+        struct tm tmv;
+        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tmv));
+        cJSON_AddStringToObject(report, "tool", "hz-bench");
+        cJSON_AddNumberToObject(report, "schema", BENCH_SCHEMA);
+        cJSON_AddStringToObject(report, "date_utc", date);
+        cJSON_AddStringToObject(report, "library_version", hz_version());
+
+        cJSON *mj = cJSON_AddObjectToObject(report, "model");
+        cJSON_AddStringToObject(mj, "path", o.model_path);
+        cJSON_AddStringToObject(mj, "identity", hz_host_backing_identity(S.backing));
+        cJSON_AddItemToObject(mj, "shape", shape_json(&S.shape));
+        cJSON_AddNumberToObject(mj, "backing_open_s", backing_s);
+
+        cJSON *dj = cJSON_AddObjectToObject(report, "device");
+        cJSON_AddStringToObject(dj, "name", hz_device_name(S.device));
+        if ((st = hz_device_describe_json(S.device, &dev_text))) {
+            rc = fail_hz("describing the device", st);
+            cJSON_Delete(runs);
+            goto done;
+        }
+        cJSON *desc = cJSON_Parse(dev_text);
+        if (desc) {
+            cJSON_AddStringToObject(dj, "backend", json_str(desc, "backend", "UNKNOWN"));
+            cJSON_AddItemToObject(dj, "describe", desc);
+        } else {
+            cJSON_AddStringToObject(dj, "backend", "UNKNOWN");
+        }
+
+        cJSON *pj = cJSON_AddObjectToObject(report, "protocol");
+        cJSON_AddNumberToObject(pj, "prompts", o.prompts);
+        cJSON_AddNumberToObject(pj, "blocks", o.blocks);
+        cJSON_AddNumberToObject(pj, "tokens", o.tokens);
+        cJSON_AddNumberToObject(pj, "warmup_tokens", o.warmup);
+        cJSON_AddNumberToObject(pj, "concurrency", 1);
+        cJSON_AddStringToObject(pj, "sampling", "greedy");
+        cJSON_AddBoolToObject(pj, "eos_suppressed", 1);
+        cJSON_AddStringToObject(pj, "initial_placement", "canonical");
+        cJSON_AddStringToObject(pj, "eviction", "lru");
+        cJSON_AddStringToObject(pj, "transport", o.transport);
+        cJSON_AddStringToObject(pj, "executor_requested", o.executor);
+        cJSON_AddBoolToObject(pj, "quick", o.quick);
+        cJSON_AddStringToObject(pj, "prompt_rule", PROMPT_RULE_TEXT);
+        cJSON *lens = cJSON_AddArrayToObject(pj, "prompt_lengths");
+        for (uint32_t k = 0; k < o.prompts; k++) cJSON_AddItemToArray(lens, cJSON_CreateNumber(prompt_length(k)));
+        cJSON_AddNumberToObject(pj, "warmup_prompt_length", WARMUP_PROMPT_LEN);
+        cJSON_AddStringToObject(pj, "definitions",
+                                "pooled_decode_tok_s = sum(N-1)/sum(response_s - ttft_s); overall_output_tok_s = "
+                                "sum(N)/sum(response_s); ttft and response are request means; cache figures are "
+                                "deltas over the measured requests (warmup and initial fill apart); "
+                                "relative_spread = (max - min) / mean of the block rates");
+
+        /* Process-wide RSS peak: the largest mark seen across all residencies and setup. */
+        const char *src = "none";
+        uint64_t now_peak = rss_peak_bytes(&src);
+        if (now_peak > S.rss_process_peak) S.rss_process_peak = now_peak;
+        if (S.rss_process_peak)
+            cJSON_AddNumberToObject(report, "rss_process_peak_bytes", (double)S.rss_process_peak);
+        else
+            cJSON_AddStringToObject(report, "rss_process_peak_bytes", "UNSUPPORTED");
+        cJSON_AddItemToObject(report, "runs", runs);
+    }
+    if (!(text = cJSON_Print(report))) {
+        rc = fail_oom();
+        goto done;
+    }
+
+    /* The table. */
+    {
+        const model_shape *sh = &S.shape;
+        FILE *t = g_table;
+        fprintf(t,
+                "hz-bench: %s (layers %.0f, experts %.0f, top-k %.0f, hidden %.0f, expert width %.0f%s), device %s, "
+                "executor %s, transport %s\n",
+                sh->architecture, sh->layers, sh->experts, sh->top_k, sh->hidden, sh->expert_width,
+                sh->shared_width > 0 ? ", shared expert" : "", hz_device_name(S.device), sh->executor, o.transport);
+        fprintf(t, "protocol: %u prompts x %u blocks x %u tokens, warmup %u tokens, greedy, EOS suppressed, concurrency 1\n",
+                o.prompts, o.blocks, o.tokens, o.warmup);
+        fprintf(t, "%-9s %11s %11s %9s %10s %8s %8s %8s %10s %12s %12s\n", "resident", "decode t/s", "output t/s",
+                "TTFT ms", "resp ms", "spread", "hit", "misses", "H2D MiB", "VRAM peak", "RSS peak");
+        for (uint32_t i = 0; i < n_res; i++) {
+            const table_row *r = &rows[i];
+            char rl[24];
+            snprintf(rl, sizeof rl, "c%u/%u", r->resident, r->experts);
+            fprintf(t, "%-9s %11.1f %11.1f %9.2f %10.2f %7.1f%% %7.1f%% %8.0f %10.2f %12s %12s\n", rl, r->pooled,
+                    r->overall, r->ttft_ms, r->resp_ms, 100.0 * r->spread, 100.0 * r->hit_rate, r->misses, r->h2d_mb,
+                    r->vram, r->rss);
+        }
+        for (uint32_t i = 0; i < n_res; i++)
+            if (rows[i].invariant_checker) {
+                fprintf(t, "note: this build runs the cache invariant checker (debug build); publish figures "
+                           "from a release build only\n");
+                break;
+            }
+        fflush(t);
+    }
+    if (o.json_path && write_report(o.json_path, text)) goto done;
+    rc = 0;
+
+done:
+    if (S.prompts)
+        for (uint32_t k = 0; k < o.prompts; k++) free(S.prompts[k]);
+    free(S.prompts);
+    free(S.warmup_prompt);
+    if ((st = hz_device_close(S.device)) || (st = hz_host_backing_close(S.backing))) rc = fail_hz("shutting down", st);
+    cJSON_Delete(report);
+    cJSON_free(text);
+    hz_free(dev_text);
+    free(rows);
+    free(res);
+    return rc;
+}
