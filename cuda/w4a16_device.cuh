@@ -209,13 +209,54 @@ static __device__ __forceinline__ void hz_mma16816(float (&d)[4], uint32_t a0, u
 /* One 128-value segment of two rows against the shared activations: lane (g = lane / 4, t = lane % 4)
  * holds chunk t of the segment for row A (MMA row g) and row B (MMA row g + 8) and the activations
  * of the same chunk. B's eight columns all carry the activations, so every lane ends with its own
- * rows' sums: d[0] (row A) and d[2] (row B), no shuffles needed. */
-static __device__ __forceinline__ void hz_mma_segment(float (&d)[4], uint4 qa, uint4 qb, const uint32_t (&xh)[16]) {
+ * rows' sums in column 2t: d[.][0] (row A) and d[.][2] (row B), no shuffles needed. The eight MMAs
+ * rotate over four accumulator sets so that they do not wait on each other's results. */
+static __device__ __forceinline__ void hz_mma_segment(float (&d)[4][4], uint4 qa, uint4 qb, const uint32_t (&xh)[16]) {
     uint32_t ha[16], hb[16];
     hz_expand_pairs(qa, ha);
     hz_expand_pairs(qb, hb);
 #pragma unroll
-    for (int j = 0; j < 8; j++) hz_mma16816(d, ha[2 * j], hb[2 * j], ha[2 * j + 1], hb[2 * j + 1], xh[2 * j], xh[2 * j + 1]);
+    for (int j = 0; j < 8; j++)
+        hz_mma16816(d[j & 3], ha[2 * j], hb[2 * j], ha[2 * j + 1], hb[2 * j + 1], xh[2 * j], xh[2 * j + 1]);
+}
+
+/* Folds the four accumulator sets of one 256-value block, applies the block scales and clears them. */
+static __device__ __forceinline__ void hz_mma_fold(float (&d)[4][4], float sa, float sb, float &acc_a, float &acc_b) {
+    acc_a = fmaf(sa, (d[0][0] + d[1][0]) + (d[2][0] + d[3][0]), acc_a);
+    acc_b = fmaf(sb, (d[0][2] + d[1][2]) + (d[2][2] + d[3][2]), acc_b);
+#pragma unroll
+    for (int i = 0; i < 4; i++) d[i][0] = d[i][1] = d[i][2] = d[i][3] = 0.0f;
+}
+
+/* Activations in pair order live in shared memory as one 80-byte record per chunk (64 bytes used):
+ * the four lanes t = 0..3 that read chunks 4s + t in one 16-byte load then hit distinct banks. */
+constexpr uint32_t kActWords = 20;
+
+static __device__ __forceinline__ void hz_lds_pairs(const uint32_t *rec, uint32_t (&xh)[16]) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const uint4 v = *reinterpret_cast<const uint4 *>(rec + 4 * i);
+        xh[4 * i + 0] = v.x;
+        xh[4 * i + 1] = v.y;
+        xh[4 * i + 2] = v.z;
+        xh[4 * i + 3] = v.w;
+    }
+}
+
+/* Block-cooperative fill of `count` chunk records from `n_vec` vectors of `len` FP16 values with row
+ * stride `stride` (chunks per vector: chunks); kL2Only as hz_load_act_chunk. */
+template <bool kL2Only>
+static __device__ __forceinline__ void hz_fill_act_records(uint32_t *dst, const __half *v, uint32_t n_vec, uint32_t stride,
+                                                           uint32_t len, uint32_t chunks) {
+    for (uint32_t idx = threadIdx.x; idx < n_vec * chunks; idx += blockDim.x) {
+        const uint32_t vec = idx / chunks, c = idx % chunks;
+        uint32_t xh[16];
+        hz_load_act_pairs<kL2Only>(v + (uint64_t)vec * stride, len, c, xh);
+        uint32_t *rec = dst + (uint64_t)idx * kActWords;
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            *reinterpret_cast<uint4 *>(rec + 4 * i) = make_uint4(xh[4 * i], xh[4 * i + 1], xh[4 * i + 2], xh[4 * i + 3]);
+    }
 }
 
 static __device__ __forceinline__ float hz_warp_sum(float v) {

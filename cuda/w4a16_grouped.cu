@@ -1,23 +1,29 @@
-/* The grouped W4A16 executor (see w4a16_grouped.cuh).
+/* The grouped W4A16 executor (see w4a16_grouped.cuh). Two implementations of the same two passes:
  *
- * Both passes stream the codes once with 16-byte loads, each lane owning whole 32-value chunks of a
- * row (lane l reads chunks l, l + 32, ...; a warp instruction covers 512 contiguous bytes). The
- * activations a lane multiplies with are the same for every row it visits, so they are loaded once
- * per warp into registers (FP32, in the chunk's nibble order, see w4a16_device.cuh) instead of being
- * re-read for every row. Per row, each lane adds scale(block) * dot(chunk) and the warp reduces with
- * shuffles.
+ * Tensor-core path (default). The codes of two rows (gate and up of one index, or two down rows) are
+ * expanded to exact FP16 (code - 8) values in registers and multiplied with the activations by
+ * mma.sync m16n8k16 with FP32 accumulation; products of FP16 values are exact, so the numerics are
+ * those of the definition up to summation order. A warp owns 8 gate+up row pairs (or 16 down rows of
+ * one expert); each lane reads one 16-byte chunk per row and 128-value segment, keeping the next
+ * kRing segments of codes in flight. Activations are staged once per block in shared memory in the
+ * expansion's pair order (w4a16_device.cuh), so the only long-latency loads are the code stream.
  *
- * Memory parallelism: at batch 1 the whole layer is ~25 MB of codes that must stream at HBM speed
- * in a few microseconds, so each warp keeps 8 independent 16-byte loads in flight (all loads of a
- * batch are issued before the first is used) and the grids are sized to fill the 132 SMs in one wave.
+ * CUDA-core path (HZ_W4A16_CUDA_CORES). Each lane owns whole 32-value chunks of a row (lane l reads
+ * chunks l, l + 32, ...), keeps its activations in registers (FP32, in the chunk's nibble order) for
+ * every row it visits, expands each code with one LOP3 + one FFMA and accumulates with FFMA; the warp
+ * reduces with shuffles. About three instructions per weight, against about one on the tensor-core
+ * path; kept as an independent second implementation that the tests compare.
  *
- * gate_up: a warp owns kGuRows consecutive rows of one expert, for gate and for up together (they
- *   share x), and writes a = fp16(silu(g) * u) for them. Rows from inter to kp get zeros.
- * down: a block owns a range of output rows j and computes y_e[j] for all experts of the call (warps
- *   take (expert, row segment) tasks), parks them in shared memory, and one thread per row adds
- *   them in expert order: deterministic and atomic-free. Launched with programmatic dependent launch
- *   (HZ_W4A16_PDL), a block issues its first code loads before griddepcontrol.wait, so the weight
- *   stream starts while the gate_up grid drains.
+ * Both: gate_up writes a = fp16(silu(g) * u) (rows from inter to kp get zeros); down gives each block
+ * a range of output rows and all experts of those rows, parks y_e[j] in shared memory and has one
+ * thread per row add the experts in the given order (deterministic, no atomics). With HZ_W4A16_PDL
+ * the down grid is launched with programmatic dependent launch and issues its first code loads before
+ * griddepcontrol.wait, so its weight stream starts while the gate_up grid drains.
+ *
+ * Both are latency-bound at batch 1 on an H200 (see scripts/gpu-check and the issue notes for the
+ * figures): about 2 resident warps per scheduler and ~0.3 instructions issued per cycle, DRAM at a
+ * quarter of its bandwidth. The levers left are more warps in flight per SM (fewer registers per
+ * warp, K split across warps for gate_up) and fewer instructions per segment.
  */
 #include "w4a16_device.cuh"
 #include "w4a16_grouped.cuh"
@@ -194,24 +200,29 @@ constexpr int kMmaGuWarps = 4;
 constexpr int kRing = 8; /* segments (128 values of each row) whose loads are kept in flight */
 
 /* gate_up: a warp owns 8 rows i .. i+7 of one expert; MMA rows 0-7 are gate rows, 8-15 the up rows
- * with the same index, so lane (g, t) finishes with gate_i+g in d[0] and up_i+g in d[2] and computes
+ * with the same index, so lane (g, t) finishes with gate_i+g and up_i+g and computes
  * a = fp16(silu(g) * u) itself. Codes and scales for the next kRing segments are always in flight:
- * slot s % kRing is refilled with segment s + kRing as soon as segment s has been taken out. */
+ * slot s % kRing is refilled with segment s + kRing as soon as segment s has been taken out. x is
+ * staged once per block in shared memory (pair order), so nothing but the code stream is waited on. */
 __global__ void __launch_bounds__(kMmaGuWarps * 32) hz_gate_up_mma_kernel(const __grid_constant__ GateUpParams p) {
+    extern __shared__ __align__(16) uint32_t xs[]; /* [hkp / 32][kActWords] */
     hz_griddep_launch_dependents();
+    const uint32_t nseg = p.hkp / 128u, row_bytes = p.hkp / 2u, nblocks = p.hkp / HZ_QBLOCK;
     const uint32_t lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u;
     const uint32_t gw = blockIdx.x * kMmaGuWarps + (threadIdx.x >> 5);
     const uint32_t tiles = (p.ikp + 7u) / 8u;
     const uint32_t e = gw / tiles;
-    if (e >= p.n) return;
+    const bool warp_ok = e < p.n;
     const uint32_t i = (gw % tiles) * 8u + g;
-    const bool row_ok = i < p.inter_n;
-    const uint8_t *blob = hz_blob(p.ptrs, p.blobs_dev, (int)e);
-    const uint32_t nseg = p.hkp / 128u, row_bytes = p.hkp / 2u, nblocks = p.hkp / HZ_QBLOCK;
+    const bool row_ok = warp_ok && i < p.inter_n;
+    const uint8_t *blob = warp_ok ? hz_blob(p.ptrs, p.blobs_dev, (int)e) : nullptr;
     const uint64_t r = row_ok ? i : 0;
-    const uint8_t *gq = blob + p.gate_q + r * row_bytes, *uq = blob + p.up_q + r * row_bytes;
-    const uint8_t *gs = blob + p.gate_s + r * nblocks * 2u, *us = blob + p.up_s + r * nblocks * 2u;
+    const uint8_t *gq = row_ok ? blob + p.gate_q + r * row_bytes + 16u * t : nullptr;
+    const uint8_t *uq = row_ok ? blob + p.up_q + r * row_bytes + 16u * t : nullptr;
+    const uint8_t *gs = row_ok ? blob + p.gate_s + r * nblocks * 2u : nullptr;
+    const uint8_t *us = row_ok ? blob + p.up_s + r * nblocks * 2u : nullptr;
 
+    /* The code stream starts first; staging x (from L2) overlaps its latency. */
     uint4 rg[kRing], ru[kRing];
     float sg[kRing], su[kRing];
 #pragma unroll
@@ -219,13 +230,16 @@ __global__ void __launch_bounds__(kMmaGuWarps * 32) hz_gate_up_mma_kernel(const 
         rg[k] = ru[k] = make_uint4(0, 0, 0, 0);
         sg[k] = su[k] = 0.0f;
         if (row_ok && (uint32_t)k < nseg) {
-            rg[k] = hz_ld_stream(gq + 16u * (4u * k + t));
-            ru[k] = hz_ld_stream(uq + 16u * (4u * k + t));
+            rg[k] = hz_ld_stream(gq + 64u * k);
+            ru[k] = hz_ld_stream(uq + 64u * k);
             sg[k] = hz_ld_scale(gs + 2u * (k >> 1));
             su[k] = hz_ld_scale(us + 2u * (k >> 1));
         }
     }
-    float acc_g = 0.0f, acc_u = 0.0f, d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    hz_fill_act_records<false>(xs, p.x, 1, 0, p.hidden, p.hkp / HZ_QCHUNK);
+    __syncthreads();
+    if (!warp_ok) return;
+    float acc_g = 0.0f, acc_u = 0.0f, d[4][4] = {};
 #pragma unroll 1
     for (uint32_t s0 = 0; s0 < nseg; s0 += kRing) {
 #pragma unroll
@@ -236,19 +250,15 @@ __global__ void __launch_bounds__(kMmaGuWarps * 32) hz_gate_up_mma_kernel(const 
             const float cg = sg[k], cu = su[k];
             const uint32_t sn = s + kRing;
             if (row_ok && sn < nseg) {
-                rg[k] = hz_ld_stream(gq + 16u * (4u * sn + t));
-                ru[k] = hz_ld_stream(uq + 16u * (4u * sn + t));
+                rg[k] = hz_ld_stream(gq + 64u * sn);
+                ru[k] = hz_ld_stream(uq + 64u * sn);
                 sg[k] = hz_ld_scale(gs + 2u * (sn >> 1));
                 su[k] = hz_ld_scale(us + 2u * (sn >> 1));
             }
             uint32_t xh[16];
-            hz_load_act_pairs<false>(p.x, p.hidden, 4u * s + t, xh);
+            hz_lds_pairs(xs + (4u * s + t) * kActWords, xh);
             hz_mma_segment(d, qg, qu, xh);
-            if (s & 1u) { /* end of a 256-value block: apply its scales */
-                acc_g = fmaf(cg, d[0], acc_g);
-                acc_u = fmaf(cu, d[2], acc_u);
-                d[0] = d[1] = d[2] = d[3] = 0.0f;
-            }
+            if (s & 1u) hz_mma_fold(d, cg, cu, acc_g, acc_u); /* end of a 256-value block */
         }
     }
     if (t == 0 && i < p.ikp)
@@ -257,26 +267,31 @@ __global__ void __launch_bounds__(kMmaGuWarps * 32) hz_gate_up_mma_kernel(const 
 
 /* down: a task is (expert, 16 output rows, K split); the block's warps cover all experts of its rows
  * (and all K splits), park y_e[j] in shared memory, and one thread per row adds the experts in order.
- * Launched with programmatic dependent launch, a warp fills its ring before griddepcontrol.wait. */
+ * Launched with programmatic dependent launch, a warp fills its code ring before griddepcontrol.wait;
+ * after it the block stages the intermediate of all experts in shared memory (kSmemAct; otherwise
+ * each lane reads its activation chunk from L2). */
+template <bool kSmemAct>
 __global__ void __launch_bounds__(kDnWarps * 32) hz_down_mma_kernel(const __grid_constant__ DownParams p) {
-    extern __shared__ float ys[]; /* [ksplit][n][rows_per_block] */
+    extern __shared__ __align__(16) uint32_t dsm[]; /* [n][ikp / 32][kActWords] if kSmemAct, then ys */
     const uint32_t lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u, warp = threadIdx.x >> 5;
     const uint32_t rb = p.rows_per_block, j0 = blockIdx.x * rb;
     const uint32_t ntask = p.n * p.segs * p.ksplit;
-    const uint32_t nseg = p.ikp / 128u, row_bytes = p.ikp / 2u, nblocks = p.ikp / HZ_QBLOCK;
+    const uint32_t nseg = p.ikp / 128u, row_bytes = p.ikp / 2u, nblocks = p.ikp / HZ_QBLOCK, chunks = p.ikp / HZ_QCHUNK;
     const uint32_t seg_per_split = nseg / p.ksplit;
-    bool waited = false;
+    float *ys = reinterpret_cast<float *>(dsm + (kSmemAct ? (uint64_t)p.n * chunks * kActWords : 0)); /* [ksplit][n][rb] */
+    bool staged = false;
 
-    for (uint32_t task = warp; task < ntask; task += kDnWarps) {
-        const uint32_t e = task % p.n, rest = task / p.n, tile = rest % p.segs, ks = rest / p.segs;
+    for (uint32_t task = warp; task < ntask || !staged; task += kDnWarps) {
+        const bool have = task < ntask;
+        const uint32_t e = have ? task % p.n : 0, rest = task / p.n, tile = rest % p.segs, ks = rest / p.segs;
         const uint32_t ja = j0 + tile * 16u + g, jb = ja + 8u;
-        const bool oka = ja < p.hidden, okb = jb < p.hidden;
-        const uint8_t *blob = hz_blob(p.ptrs, p.blobs_dev, (int)e);
-        const uint8_t *qa = blob + p.down_q + (uint64_t)(oka ? ja : 0) * row_bytes;
-        const uint8_t *qb = blob + p.down_q + (uint64_t)(okb ? jb : 0) * row_bytes;
-        const uint8_t *sa = blob + p.down_s + (uint64_t)(oka ? ja : 0) * nblocks * 2u;
-        const uint8_t *sb = blob + p.down_s + (uint64_t)(okb ? jb : 0) * nblocks * 2u;
-        const uint32_t sbeg = ks * seg_per_split, send = sbeg + seg_per_split;
+        const bool oka = have && ja < p.hidden, okb = have && jb < p.hidden;
+        const uint8_t *blob = have ? hz_blob(p.ptrs, p.blobs_dev, (int)e) : nullptr;
+        const uint8_t *qa = oka ? blob + p.down_q + (uint64_t)ja * row_bytes + 16u * t : nullptr;
+        const uint8_t *qb = okb ? blob + p.down_q + (uint64_t)jb * row_bytes + 16u * t : nullptr;
+        const uint8_t *sa = oka ? blob + p.down_s + (uint64_t)ja * nblocks * 2u : nullptr;
+        const uint8_t *sb = okb ? blob + p.down_s + (uint64_t)jb * nblocks * 2u : nullptr;
+        const uint32_t sbeg = ks * seg_per_split, send = have ? sbeg + seg_per_split : 0;
 
         uint4 ra[kRing], rbq[kRing];
         float ca[kRing], cb[kRing];
@@ -287,22 +302,27 @@ __global__ void __launch_bounds__(kDnWarps * 32) hz_down_mma_kernel(const __grid
             ca[k] = cb[k] = 0.0f;
             if (s < send) {
                 if (oka) {
-                    ra[k] = hz_ld_stream(qa + 16u * (4u * s + t));
+                    ra[k] = hz_ld_stream(qa + 64u * s);
                     ca[k] = hz_ld_scale(sa + 2u * (s >> 1));
                 }
                 if (okb) {
-                    rbq[k] = hz_ld_stream(qb + 16u * (4u * s + t));
+                    rbq[k] = hz_ld_stream(qb + 64u * s);
                     cb[k] = hz_ld_scale(sb + 2u * (s >> 1));
                 }
             }
         }
-        /* Everything below reads what the gate_up pass wrote. */
-        if (!waited) {
+        if (!staged) {
+            /* Everything below reads what the gate_up pass wrote. Every warp comes here exactly once
+             * (the loop runs at least once per warp), so the barrier is uniform. */
             hz_griddep_wait();
-            waited = true;
+            if (kSmemAct) hz_fill_act_records<true>(dsm, p.inter, p.n, p.ikp, p.ikp, chunks);
+            __syncthreads();
+            staged = true;
         }
+        if (!have) break;
         const __half *av = p.inter + (uint64_t)e * p.ikp;
-        float acc_a = 0.0f, acc_b = 0.0f, d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        const uint32_t *arec = dsm + (uint64_t)e * chunks * kActWords;
+        float acc_a = 0.0f, acc_b = 0.0f, d[4][4] = {};
 #pragma unroll 1
         for (uint32_t s0 = sbeg; s0 < send; s0 += kRing) {
 #pragma unroll
@@ -314,22 +334,21 @@ __global__ void __launch_bounds__(kDnWarps * 32) hz_down_mma_kernel(const __grid
                 const uint32_t sn = s + kRing;
                 if (sn < send) {
                     if (oka) {
-                        ra[k] = hz_ld_stream(qa + 16u * (4u * sn + t));
+                        ra[k] = hz_ld_stream(qa + 64u * sn);
                         ca[k] = hz_ld_scale(sa + 2u * (sn >> 1));
                     }
                     if (okb) {
-                        rbq[k] = hz_ld_stream(qb + 16u * (4u * sn + t));
+                        rbq[k] = hz_ld_stream(qb + 64u * sn);
                         cb[k] = hz_ld_scale(sb + 2u * (sn >> 1));
                     }
                 }
                 uint32_t xh[16];
-                hz_load_act_pairs<true>(av, p.ikp, 4u * s + t, xh);
+                if (kSmemAct)
+                    hz_lds_pairs(arec + (4u * s + t) * kActWords, xh);
+                else
+                    hz_load_act_pairs<true>(av, p.ikp, 4u * s + t, xh);
                 hz_mma_segment(d, q0, q1, xh);
-                if (s & 1u) {
-                    acc_a = fmaf(c0, d[0], acc_a);
-                    acc_b = fmaf(c1, d[2], acc_b);
-                    d[0] = d[1] = d[2] = d[3] = 0.0f;
-                }
+                if (s & 1u) hz_mma_fold(d, c0, c1, acc_a, acc_b);
             }
         }
         if (t == 0) {
@@ -338,7 +357,6 @@ __global__ void __launch_bounds__(kDnWarps * 32) hz_down_mma_kernel(const __grid
             dst[8] = acc_b;
         }
     }
-    if (!waited) hz_griddep_wait();
     __syncthreads();
 
     for (uint32_t jl = threadIdx.x; jl < rb; jl += blockDim.x) {
@@ -413,7 +431,11 @@ extern "C" int hz_w4a16_grouped_gate_up_launch(const hz_w4a16_args *a, void *str
     cudaError_t e;
     if (!(a->flags & HZ_W4A16_CUDA_CORES)) {
         const uint64_t warps = (uint64_t)p.n * ((p.ikp + 7u) / 8u);
-        hz_gate_up_mma_kernel<<<(unsigned)((warps + kMmaGuWarps - 1) / kMmaGuWarps), kMmaGuWarps * 32, 0, s>>>(p);
+        const size_t smem = (size_t)(p.hkp / HZ_QCHUNK) * kActWords * 4u;
+        if (smem > 48u * 1024u)
+            return hz_error(HZ_EUNSUPPORTED, "%s: hidden %u needs %zu bytes of shared memory for x", who, l->hidden,
+                            smem);
+        hz_gate_up_mma_kernel<<<(unsigned)((warps + kMmaGuWarps - 1) / kMmaGuWarps), kMmaGuWarps * 32, smem, s>>>(p);
         e = cudaGetLastError();
     } else {
         const uint64_t warps = (uint64_t)p.n * p.warps_per_expert;
@@ -467,8 +489,12 @@ extern "C" int hz_w4a16_grouped_down_launch(const hz_w4a16_args *a, void *stream
         }
         p.rows_per_block = 16u * p.segs;
         const unsigned blocks = (l->hidden + p.rows_per_block - 1) / p.rows_per_block;
-        const size_t smem = (size_t)p.ksplit * p.n * p.rows_per_block * sizeof(float);
-        e = launch_down_kernel(hz_down_mma_kernel, p, blocks, smem, pdl, s);
+        const size_t ys_bytes = (size_t)p.ksplit * p.n * p.rows_per_block * sizeof(float);
+        const size_t act_bytes = (size_t)p.n * (p.ikp / HZ_QCHUNK) * kActWords * 4u;
+        if (act_bytes + ys_bytes <= 48u * 1024u)
+            e = launch_down_kernel(hz_down_mma_kernel<true>, p, blocks, act_bytes + ys_bytes, pdl, s);
+        else
+            e = launch_down_kernel(hz_down_mma_kernel<false>, p, blocks, ys_bytes, pdl, s);
     } else {
         /* Enough (expert, segment) tasks for every warp of the block when there are few experts. */
         p.segs = a->n >= (uint32_t)kDnWarps ? 1u : (uint32_t)kDnWarps / a->n;

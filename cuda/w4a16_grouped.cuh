@@ -3,9 +3,10 @@
  *            intermediate [n x kp_inter] at the start of scratch.
  *   down:    every output row j for every expert, fused with the routing-weighted sum; each block owns
  *            a range of output rows and adds the experts in the given order (deterministic, no atomics).
- * Codes are read with 16-byte coalesced loads (one uint4 = one 32-value chunk of the nibble layout),
- * expanded only in registers, accumulated in FP32 and reduced with warp shuffles. C-callable; see
- * w4a16.cuh for the arguments and the numerics. */
+ * Codes are read with 16-byte coalesced loads (one uint4 = one 32-value chunk of the nibble layout)
+ * and expanded only in registers; products are exact and sums FP32, on the tensor cores (default) or
+ * on the CUDA cores (HZ_W4A16_CUDA_CORES). C-callable; see w4a16.cuh for the arguments and the
+ * numerics. Accumulation dtype to declare: f32. */
 #ifndef HZ_CUDA_W4A16_GROUPED_CUH
 #define HZ_CUDA_W4A16_GROUPED_CUH
 

@@ -17,7 +17,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 echo "== installing $build into a temporary DESTDIR"
-meson install -C "$build" --destdir "$tmp/dest" --no-rebuild --quiet >/dev/null
+# meson reports its errors on stdout: keep it, show it only on failure.
+meson install -C "$build" --destdir "$tmp/dest" --no-rebuild --quiet > "$tmp/install.log" 2>&1 ||
+    { cat "$tmp/install.log" >&2; echo "meson install from $build failed (is it fully built?)" >&2; exit 1; }
 pc=$(find "$tmp/dest" -name horizon.pc -print -quit)
 [ -n "$pc" ] || { echo "horizon.pc was not installed" >&2; exit 1; }
 # horizon.pc says prefix=/usr/local; the sysroot makes pkg-config (and so the package's build script)

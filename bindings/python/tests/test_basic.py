@@ -94,3 +94,17 @@ def test_describe(model):
     assert d["config"]["experts"] == model.info.experts
     dev = model.device.describe()
     assert isinstance(dev, dict) and dev
+
+
+def test_quickstart_example_runs(artifact, build_root):
+    """examples/python/quickstart.py, the notebook-style tour, runs top to bottom."""
+    import os
+    import sys
+
+    from conftest import SOURCE_ROOT
+    script = SOURCE_ROOT / "examples" / "python" / "quickstart.py"
+    if not script.is_file():
+        pytest.skip("source tree not available")
+    out = subprocess.run([sys.executable, str(script), str(artifact)], check=True, capture_output=True,
+                         text=True, env={**os.environ, "HZ_BUILD_ROOT": str(build_root)})
+    assert "expert_d2h_bytes': 0" in out.stdout and "RangeError HZ_ERANGE" in out.stdout
