@@ -9,8 +9,10 @@ experts), then every weight is replaced by the exact value Horizon computes with
 non-routed tensors are its FP16 values, routed experts are dequantized from its INT4 blobs (code - 8) *
 scale. (hz-pack --export-dequantized writes the same values, but at full size that file is 27 GB for
 OLMoE and 53 GB for Qwen, more than the GPU machine's disk holds beside the checkpoint.) Then the prompt
-and greedy steps run and the script compares, per step, max|h - r| / max|r| of the logits and the greedy
-tokens. Exit status 0 when every token agrees and every step is within the bound.
+and Horizon's greedy tokens run through the reference with teacher forcing, and the script compares, per
+step, max|h - r| / max|r| of the logits and the greedy picks. Exit status 0 when every step is within the
+bound and the picks agree, allowing one near tie (the reference's own margin between the two tokens
+within twice the step's largest logit difference).
 """
 import argparse
 import json
@@ -112,19 +114,14 @@ def check_fused_order(gu, gate0, inter):
         sys.exit("transformers' fused gate_up_proj does not hold gate_proj first: layout unknown")
 
 
-def run_reference(model, prompt, steps, dev):
-    logits, tokens = [], []
+def run_reference(model, prompt, hz_tokens, dev):
+    """Teacher forcing: the reference reads the prompt, then Horizon's own greedy tokens, so every step
+    compares the two on the same prefix and one near tie cannot send the sequences apart."""
+    seq = list(prompt) + list(hz_tokens[:-1])
     with torch.no_grad():
-        out = model(input_ids=torch.tensor([prompt], device=dev), use_cache=True)
-        for i in range(steps):
-            lg = out.logits[0, -1].float()
-            t = int(torch.argmax(lg))
-            logits.append(lg.cpu().numpy())
-            tokens.append(t)
-            if i + 1 < steps:
-                out = model(input_ids=torch.tensor([[t]], device=dev), past_key_values=out.past_key_values,
-                            use_cache=True)
-    return np.stack(logits), tokens
+        out = model(input_ids=torch.tensor([seq], device=dev), use_cache=False)
+    first = len(prompt) - 1
+    return out.logits[0, first:first + len(hz_tokens)].float().cpu().numpy()
 
 
 def main():
@@ -147,24 +144,32 @@ def main():
     print("reference loaded in %.1f s (%s, %d parameters)" % (time.time() - t0, type(model).__name__,
                                                                sum(p.numel() for p in model.parameters())))
     prompt = [int(x) for x in args.prompt.split(",")]
-    ref_logits, ref_tokens = run_reference(model, prompt, steps, dev)
-    worst, agree, first_diff = 0.0, 0, None
+    ref_logits = run_reference(model, prompt, hz_tokens, dev)
+    worst, agree, near_ties, bad_flips = 0.0, 0, 0, 0
     for i in range(steps):
         r, h = ref_logits[i], hz_logits[i]
-        rel = float(np.max(np.abs(h - r)) / np.max(np.abs(r)))
+        diff = float(np.max(np.abs(h - r)))
+        rel = diff / float(np.max(np.abs(r)))
         worst = max(worst, rel)
-        if hz_tokens[i] == ref_tokens[i]:
+        ref_tok = int(np.argmax(r))
+        note = ""
+        if hz_tokens[i] == ref_tok:
             agree += 1
-        elif first_diff is None:
-            srt = np.sort(r)
-            first_diff = (i, hz_tokens[i], ref_tokens[i], float(srt[-1] - srt[-2]))
-        if i < 3 or i == steps - 1:
-            print("step %2d: rel %.3e  horizon %6d  transformers %6d" % (i, rel, hz_tokens[i], ref_tokens[i]))
-    print("RESULT arch %s steps %d: greedy tokens agree %d/%d, worst logits rel error %.3e (bound %.1e)%s"
-          % (manifest["architecture"], steps, agree, steps, worst, args.bound,
-             "" if first_diff is None else ", first difference at step %d (%d vs %d, reference margin %.3e)"
-             % first_diff))
-    ok = agree == steps and worst <= args.bound
+        else:
+            # a flip is a near tie when the reference's own margin between the two tokens is within
+            # twice the step's largest logit difference: FP16 rounding can decide it either way
+            margin = float(r[ref_tok] - r[hz_tokens[i]])
+            if margin <= 2.0 * diff:
+                near_ties += 1
+                note = "  near tie (reference margin %.3e, max |diff| %.3e)" % (margin, diff)
+            else:
+                bad_flips += 1
+                note = "  DIFFERENT (reference margin %.3e, max |diff| %.3e)" % (margin, diff)
+        print("step %2d: rel %.3e  horizon %6d  transformers %6d%s" % (i, rel, hz_tokens[i], ref_tok, note))
+    print("RESULT arch %s steps %d (teacher forced): greedy tokens agree %d/%d, near ties %d, other "
+          "differences %d, worst logits rel error %.3e (bound %.1e)"
+          % (manifest["architecture"], steps, agree, steps, near_ties, bad_flips, worst, args.bound))
+    ok = bad_flips == 0 and near_ties <= 1 and worst <= args.bound
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

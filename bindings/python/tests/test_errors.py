@@ -101,19 +101,21 @@ def test_unknown_executor(artifact):
     assert "grouped" in e.value.message
 
 
-def test_cuda_today(artifact):
-    """Without a GPU (or CUDA in the build) opening cuda:0 fails cleanly; with one, the model on it is
-    HZ_EUNSUPPORTED until the GPU decode path lands."""
+def test_cuda_matches_cpu(artifact):
+    """Without a GPU (or CUDA in the build) opening cuda:0 fails cleanly with the library's message;
+    with one, the GPU path generates the same greedy tokens as the CPU reference."""
     try:
         dev = horizon.Device("cuda:0")
     except (horizon.UnsupportedError, horizon.DeviceError) as e:
         assert e.message
         return
-    with horizon.Backing(artifact) as b, dev, horizon.Cache(b, dev) as c:
-        try:
-            horizon.Model(b, dev, c).close()
-        except horizon.UnsupportedError as e:
-            assert "cpu" in e.message
+    dev.close()
+    prompt = [1, 2, 3, 4, 5, 6, 7, 8]
+    with horizon.load(artifact, device="cpu") as m, m.session() as s:
+        cpu = list(s.generate(prompt, max_tokens=12))
+    with horizon.load(artifact, device="cuda:0") as m, m.session() as s:
+        gpu = list(s.generate(prompt, max_tokens=12))
+    assert gpu == cpu
 
 
 def test_status_helpers():

@@ -354,12 +354,12 @@ class Session(_Handle):
         return take_json(lib.hz_session_stats_json, self._raw())
 
 
-def load(path: PathLike, *, device: str = "cpu", capacity: int = 0, executor: Optional[str] = None,
+def load(path: PathLike, *, device: str = "auto", capacity: int = 0, executor: Optional[str] = None,
          verify_checksums: bool = True) -> Model:
     """Opens an artifact on a device with a cache of `capacity` resident experts per layer (0 = all)
     and returns the Model; its backing, device and cache (model.backing, ...) close with it.
-    The default device is "cpu" because a model on a CUDA device is HZ_EUNSUPPORTED until the GPU
-    decode path lands (and "auto" picks cuda:0 wherever a GPU is present)."""
+    The default device "auto" is cuda:0 when the library was built with CUDA and a GPU is present,
+    else the cpu device."""
     made: List[_Handle] = []
     try:
         b = Backing(path, verify_checksums=verify_checksums)
