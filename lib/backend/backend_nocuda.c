@@ -1,5 +1,5 @@
 /* hz_backend_cuda_create for builds without CUDA (meson compiles this file only when hz_have_cuda is
- * false; cuda/backend_cuda.cu provides the real one otherwise). */
+ * false; cuda/backend_cuda.c provides the real one otherwise). */
 #include "backend/backend.h"
 
 int hz_backend_cuda_create(int ordinal, hz_backend **out) {
