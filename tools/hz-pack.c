@@ -1,9 +1,14 @@
 /* hz-pack: converts a Hugging Face checkpoint directory into a Horizon artifact (.hzq).
  *
  * Non-routed tensors become FP16 (a value outside FP16 range is an error naming the tensor, never
- * clamped); each routed expert is quantized to one INT4 blob. Tensors stream through in chunks, so the
- * memory needed is one expert plus a small buffer, whatever the model size. --export-dequantized
- * writes the exact values Horizon computes with, for reference implementations. */
+ * clamped); each routed expert is quantized to one INT4 blob. --export-dequantized writes the exact
+ * values Horizon computes with, for reference implementations.
+ *
+ * The conversion is a sequence of items (chunks of non-routed tensors, then the experts layer-major)
+ * computed by a pool of worker threads and written strictly in sequence order (tools/pack_pipeline.h),
+ * so the artifact and the export are byte-identical whatever the thread count and a failure reports
+ * the same first error. Memory is bounded by the in-flight window: one result slot per window entry
+ * plus one projection-sized scratch buffer per worker, whatever the model size. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -20,8 +25,26 @@
 #include "format/hfconfig.h"
 #include "format/qpack.h"
 #include "format/safetensors.h"
+#include "pack_pipeline.h"
 
 #define CHUNK_BYTES (8u << 20)
+#define MAX_THREADS 256u
+
+/* One chunk of a non-routed tensor. `bad` marks a tensor that is missing or misshaped: planning stops
+ * there, and the item's compute step reproduces the error in sequence order. */
+typedef struct nr_item {
+    uint32_t spec;
+    const hz_st_tensor *t;
+    uint64_t at, m; /* elements [at, at + m) */
+    uint8_t first, last, bad;
+} nr_item;
+
+/* A result slot of the in-flight window. */
+typedef struct pack_slot {
+    uint8_t *out;      /* the expert blob, or a chunk's FP16 values */
+    float *deq;        /* the dequantized expert (3 projections) for the export, or NULL */
+    uint64_t src_bytes; /* checkpoint bytes the item covered, for progress */
+} pack_slot;
 
 typedef struct pack_ctx {
     hz_st_set *set;
@@ -30,14 +53,24 @@ typedef struct pack_ctx {
     hz_artifact_writer *aw;
     hz_st_writer *ew; /* export, or NULL */
     int progress, quiet;
+    unsigned threads;
     double t0, last_print;
     uint64_t done_bytes, total_bytes;
+    /* the conversion plan, read-only while the workers run */
+    const hz_tensor_spec *specs;
+    nr_item *nr;
+    uint64_t n_nr;
+    uint64_t n_experts; /* expert items after the chunks (0 when planning stopped at a bad tensor) */
+    hz_expert_layout L;
+    uint64_t proj_n; /* values per projection: hidden x expert_inter */
 } pack_ctx;
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: hz-pack MODEL_DIR OUT.hzq [--export-dequantized OUT.safetensors] [--quiet]\n"
-               "               [--progress]\n"
-               "Converts a Hugging Face MoE checkpoint (OLMoE, Qwen1.5-MoE) to a Horizon artifact.\n");
+    fprintf(f, "usage: hz-pack MODEL_DIR OUT.hzq [--export-dequantized OUT.safetensors] [--threads N]\n"
+               "               [--quiet] [--progress]\n"
+               "Converts a Hugging Face MoE checkpoint (OLMoE, Qwen1.5-MoE) to a Horizon artifact.\n"
+               "--threads N: worker threads reading, converting and quantizing (default: the number of\n"
+               "online CPUs); the artifact is identical for every N.\n");
 }
 
 static void show_progress(pack_ctx *c, const char *stage, int force) {
@@ -54,15 +87,18 @@ static void show_progress(pack_ctx *c, const char *stage, int force) {
     fflush(stderr);
 }
 
-/* Raw bytes of a tensor's [from, from + n) range. */
-static int read_range(pack_ctx *c, const hz_st_tensor *t, uint64_t from, void *dst, uint64_t n) {
+/* Raw bytes of a tensor's [from, from + n) range. pread keeps this safe from any thread. */
+static int read_range(const pack_ctx *c, const hz_st_tensor *t, uint64_t from, void *dst, uint64_t n) {
     uint8_t *p = dst;
     uint64_t off = t->offset + from;
     const char *path = c->set->paths[t->file];
     while (n > 0) {
         ssize_t r = pread(c->fds[t->file], p, n > (1u << 30) ? (1u << 30) : (size_t)n, (off_t)off);
         if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return hz_error(HZ_EIO, "%s: read failed: %s", path, strerror(errno));
+        if (r < 0) {
+            char eb[128]; /* strerror's buffer may be shared between threads; the GNU _r form is not */
+            return hz_error(HZ_EIO, "%s: read failed: %s", path, strerror_r(errno, eb, sizeof eb));
+        }
         if (r == 0) return hz_error(HZ_EFORMAT, "%s: tensor '%s' ends past the file", path, t->name);
         p += r;
         off += (uint64_t)r;
@@ -97,95 +133,224 @@ static int check_shape(const hz_st_tensor *t, uint32_t ndim, uint64_t d0, uint64
     return HZ_OK;
 }
 
-static int pack_nonrouted(pack_ctx *c, const hz_tensor_spec *s, uint8_t *raw, hz_f16 *half) {
+/* The checkpoint tensor for a non-routed spec, or an error naming it. */
+static int find_nonrouted(const pack_ctx *c, const hz_tensor_spec *s, const hz_st_tensor **out) {
     const hz_st_tensor *t = hz_st_find(c->set, s->name);
+    *out = t;
     if (!t) return hz_error(HZ_EFORMAT, "tensor '%s' is missing from the checkpoint", s->name);
-    int rc = check_shape(t, s->ndim, s->shape[0], s->shape[1]);
-    if (rc) return rc;
-    if ((rc = hz_artifact_writer_begin_tensor(c->aw, s->name, s->ndim, s->shape))) return rc;
-    unsigned es = hz_dtype_size(t->dtype);
-    uint64_t per = CHUNK_BYTES / 4; /* elements per chunk: raw fits CHUNK_BYTES even for f32 */
-    for (uint64_t at = 0; at < t->numel;) {
-        uint64_t m = t->numel - at < per ? t->numel - at : per;
-        if ((rc = read_range(c, t, at * es, raw, m * es))) return rc;
-        for (uint64_t j = 0; j < m; j++) {
-            float v = elem_f32(raw, t->dtype, j);
-            if (!hz_f16_fits(v))
-                return hz_error(HZ_ERANGE,
-                                "tensor '%s': element %llu is %g, outside the FP16 range (+-65504); "
-                                "Horizon stores non-routed tensors as FP16 and does not clamp",
-                                s->name, (unsigned long long)(at + j), (double)v);
-            half[j] = hz_f32_to_f16(v);
+    return check_shape(t, s->ndim, s->shape[0], s->shape[1]);
+}
+
+/* Elements per non-routed chunk: the raw chunk fits CHUNK_BYTES even for f32. */
+#define CHUNK_ELEMS ((uint64_t)CHUNK_BYTES / 4u)
+
+/* Splits the non-routed tensors into chunks, in writing order. A bad tensor ends the plan with one
+ * `bad` item (nothing after it would be written); returns HZ_ENOMEM only. */
+static int plan(pack_ctx *c, uint32_t n_specs) {
+    uint64_t n = 0;
+    int bad = 0;
+    for (uint32_t i = 0; i < n_specs && !bad; i++) {
+        const hz_st_tensor *t;
+        if (find_nonrouted(c, &c->specs[i], &t)) {
+            bad = 1;
+            n++;
+        } else {
+            n += t->numel ? (t->numel + CHUNK_ELEMS - 1) / CHUNK_ELEMS : 1;
         }
-        if ((rc = hz_artifact_writer_write(c->aw, half, m * 2))) return rc;
-        if (c->ew && (rc = hz_st_writer_write(c->ew, half, m * 2))) return rc;
-        at += m;
-        c->done_bytes += m * es;
-        show_progress(c, "non-routed tensors", 0);
     }
-    return hz_artifact_writer_end_tensor(c->aw);
+    hz_error_clear();
+    c->nr = calloc(n ? n : 1, sizeof *c->nr);
+    if (!c->nr) return hz_error(HZ_ENOMEM, "out of memory for the conversion plan");
+    uint64_t k = 0;
+    for (uint32_t i = 0; i < n_specs && k < n; i++) {
+        const hz_st_tensor *t;
+        if (find_nonrouted(c, &c->specs[i], &t)) {
+            c->nr[k++] = (nr_item){.spec = i, .t = t, .first = 1, .last = 1, .bad = 1};
+            break;
+        }
+        uint64_t at = 0;
+        do {
+            uint64_t m = t->numel - at < CHUNK_ELEMS ? t->numel - at : CHUNK_ELEMS;
+            c->nr[k++] = (nr_item){.spec = i, .t = t, .at = at, .m = m, .first = at == 0,
+                                   .last = at + m == t->numel};
+            at += m;
+        } while (at < t->numel);
+    }
+    hz_error_clear();
+    c->n_nr = n;
+    c->n_experts = bad ? 0 : (uint64_t)c->cfg.layers * c->cfg.experts;
+    return HZ_OK;
+}
+
+static int compute_nonrouted(const pack_ctx *c, const nr_item *it, pack_slot *slot, uint8_t *raw) {
+    const hz_tensor_spec *s = &c->specs[it->spec];
+    const hz_st_tensor *t = it->t;
+    if (it->bad) return find_nonrouted(c, s, &t);
+    unsigned es = hz_dtype_size(t->dtype);
+    int rc = read_range(c, t, it->at * es, raw, it->m * es);
+    if (rc) return rc;
+    hz_f16 *half = (hz_f16 *)(void *)slot->out;
+    for (uint64_t j = 0; j < it->m; j++) {
+        float v = elem_f32(raw, t->dtype, j);
+        if (!hz_f16_fits(v))
+            return hz_error(HZ_ERANGE,
+                            "tensor '%s': element %llu is %g, outside the FP16 range (+-65504); "
+                            "Horizon stores non-routed tensors as FP16 and does not clamp",
+                            s->name, (unsigned long long)(it->at + j), (double)v);
+        half[j] = hz_f32_to_f16(v);
+    }
+    slot->src_bytes = it->m * es;
+    return HZ_OK;
 }
 
 /* Dequantizes one projection of a blob to rows x k FP32 (exactly code * scale). */
 static void dequant_proj(const uint8_t *blob, const hz_qmat_shape *sh, uint64_t q_off, uint64_t s_off,
                          float *dst) {
     const uint8_t *q = blob + q_off;
-    const hz_f16 *s = (const hz_f16 *)(blob + s_off);
+    const hz_f16 *s = (const hz_f16 *)(const void *)(blob + s_off);
     for (uint32_t r = 0; r < sh->rows; r++)
         hz_qpack_dequantize_row(q + (uint64_t)r * (sh->kp / 2), s + (uint64_t)r * sh->nblocks, sh->k,
                                 dst + (uint64_t)r * sh->k);
 }
 
-static int pack_experts(pack_ctx *c) {
-    hz_expert_layout L;
-    hz_expert_layout_init(&L, c->cfg.hidden, c->cfg.expert_inter);
-    uint64_t n = (uint64_t)c->cfg.hidden * c->cfg.expert_inter;
-    float *proj[3];
-    proj[0] = malloc(n * sizeof(float));
-    proj[1] = malloc(n * sizeof(float));
-    proj[2] = malloc(n * sizeof(float));
-    uint8_t *blob = malloc(L.blob_bytes);
-    int rc = HZ_OK;
-    if (!proj[0] || !proj[1] || !proj[2] || !blob) {
-        rc = hz_error(HZ_ENOMEM, "out of memory for one expert");
+/* Builds the blob hz_expert_pack builds (padding zeroed, each projection quantized into its part under
+ * the same name), but one projection at a time, so a worker needs one projection of FP32 scratch
+ * instead of three: with many cores that is the difference between a few hundred MB and over a GB.
+ * Every tensor is looked up and shape-checked before any is read. */
+static int compute_expert(const pack_ctx *c, uint32_t l, uint32_t e, pack_slot *slot, float *x) {
+    const hz_expert_layout *L = &c->L;
+    const hz_st_tensor *t[3];
+    uint64_t src_bytes = 0;
+    for (int p = 0; p < 3; p++) {
+        char name[HZ_TENSOR_NAME_MAX];
+        hz_expert_tensor_name(name, l, e, p);
+        t[p] = hz_st_find(c->set, name);
+        if (!t[p]) return hz_error(HZ_EFORMAT, "tensor '%s' is missing from the checkpoint", name);
+        int rc = p < 2 ? check_shape(t[p], 2, c->cfg.expert_inter, c->cfg.hidden)
+                       : check_shape(t[p], 2, c->cfg.hidden, c->cfg.expert_inter);
+        if (rc) return rc;
+        src_bytes += t[p]->nbytes;
+    }
+    const struct {
+        const char *name;
+        const hz_qmat_shape *shape;
+        uint64_t q_off, s_off;
+    } parts[3] = {
+        {"gate_proj", &L->gate, L->gate_q, L->gate_s},
+        {"up_proj", &L->up, L->up_q, L->up_s},
+        {"down_proj", &L->down, L->down_q, L->down_s},
+    };
+    memset(slot->out, 0, (size_t)L->blob_bytes);
+    for (int p = 0; p < 3; p++) {
+        int rc = hz_st_read_f32(c->set, t[p], x);
+        if (rc) return rc;
+        char what[256];
+        snprintf(what, sizeof what, "layer %u expert %u.%s", l, e, parts[p].name);
+        rc = hz_qpack_quantize(x, parts[p].shape->rows, parts[p].shape->k, slot->out + parts[p].q_off,
+                               (hz_f16 *)(void *)(slot->out + parts[p].s_off), what);
+        if (rc) return rc;
+        if (slot->deq)
+            dequant_proj(slot->out, parts[p].shape, parts[p].q_off, parts[p].s_off,
+                         slot->deq + (uint64_t)p * c->proj_n);
+    }
+    slot->src_bytes = src_bytes;
+    return HZ_OK;
+}
+
+static int compute_item(void *ctx, uint64_t index, void *slot, void *scratch) {
+    const pack_ctx *c = ctx;
+    if (index < c->n_nr) return compute_nonrouted(c, &c->nr[index], slot, scratch);
+    uint64_t j = index - c->n_nr;
+    return compute_expert(c, (uint32_t)(j / c->cfg.experts), (uint32_t)(j % c->cfg.experts), slot,
+                          scratch);
+}
+
+static int consume_item(void *ctx, uint64_t index, void *slot_ptr) {
+    pack_ctx *c = ctx;
+    pack_slot *slot = slot_ptr;
+    int rc;
+    if (index < c->n_nr) {
+        const nr_item *it = &c->nr[index];
+        const hz_tensor_spec *s = &c->specs[it->spec];
+        if (it->first && (rc = hz_artifact_writer_begin_tensor(c->aw, s->name, s->ndim, s->shape)))
+            return rc;
+        if ((rc = hz_artifact_writer_write(c->aw, slot->out, it->m * 2))) return rc;
+        if (c->ew && (rc = hz_st_writer_write(c->ew, slot->out, it->m * 2))) return rc;
+        if (it->last && (rc = hz_artifact_writer_end_tensor(c->aw))) return rc;
+        c->done_bytes += slot->src_bytes;
+        show_progress(c, "non-routed tensors", 0);
+        return HZ_OK;
+    }
+    uint64_t j = index - c->n_nr;
+    uint32_t l = (uint32_t)(j / c->cfg.experts), e = (uint32_t)(j % c->cfg.experts);
+    if ((rc = hz_artifact_writer_add_expert(c->aw, l, e, slot->out))) return rc;
+    if (c->ew)
+        for (int p = 0; p < 3; p++)
+            if ((rc = hz_st_writer_write(c->ew, slot->deq + (uint64_t)p * c->proj_n, c->proj_n * 4)))
+                return rc;
+    c->done_bytes += slot->src_bytes;
+    char stage[48];
+    snprintf(stage, sizeof stage, "layer %u/%u", l + 1, c->cfg.layers);
+    show_progress(c, stage, 0);
+    return HZ_OK;
+}
+
+/* Runs the plan through the worker pool. The window is twice the workers, so each worker has a result
+ * queued while the writer drains; with the export each slot also holds three FP32 projections, so the
+ * window shrinks to one slot per worker plus one. */
+static int convert(pack_ctx *c, uint32_t n_specs) {
+    int rc = plan(c, n_specs);
+    if (rc) return rc;
+    hz_expert_layout_init(&c->L, c->cfg.hidden, c->cfg.expert_inter);
+    c->proj_n = (uint64_t)c->cfg.hidden * c->cfg.expert_inter;
+
+    unsigned threads = c->threads;
+    unsigned window = c->ew ? threads + 1 : 2 * threads;
+    uint64_t out_bytes = c->L.blob_bytes > CHUNK_BYTES / 2 ? c->L.blob_bytes : CHUNK_BYTES / 2;
+    uint64_t scratch_bytes = c->proj_n * 4 > CHUNK_BYTES ? c->proj_n * 4 : CHUNK_BYTES;
+    pack_slot *slots = calloc(window, sizeof *slots);
+    void **slot_ptrs = calloc(window, sizeof *slot_ptrs);
+    void **scratch = calloc(threads, sizeof *scratch);
+    if (!slots || !slot_ptrs || !scratch) {
+        rc = hz_error(HZ_ENOMEM, "out of memory");
         goto done;
     }
-    for (uint32_t l = 0; l < c->cfg.layers && !rc; l++) {
-        char stage[48];
-        snprintf(stage, sizeof stage, "layer %u/%u", l + 1, c->cfg.layers);
-        for (uint32_t e = 0; e < c->cfg.experts && !rc; e++) {
-            for (int p = 0; p < 3 && !rc; p++) {
-                char name[HZ_TENSOR_NAME_MAX];
-                hz_expert_tensor_name(name, l, e, p);
-                const hz_st_tensor *t = hz_st_find(c->set, name);
-                if (!t) {
-                    rc = hz_error(HZ_EFORMAT, "tensor '%s' is missing from the checkpoint", name);
-                    break;
-                }
-                rc = p < 2 ? check_shape(t, 2, c->cfg.expert_inter, c->cfg.hidden)
-                           : check_shape(t, 2, c->cfg.hidden, c->cfg.expert_inter);
-                if (!rc) rc = hz_st_read_f32(c->set, t, proj[p]);
-                c->done_bytes += t->nbytes;
-            }
-            if (rc) break;
-            char what[64];
-            snprintf(what, sizeof what, "layer %u expert %u", l, e);
-            if ((rc = hz_expert_pack(&L, proj[0], proj[1], proj[2], blob, what))) break;
-            if ((rc = hz_artifact_writer_add_expert(c->aw, l, e, blob))) break;
-            if (c->ew) {
-                dequant_proj(blob, &L.gate, L.gate_q, L.gate_s, proj[0]);
-                dequant_proj(blob, &L.up, L.up_q, L.up_s, proj[1]);
-                dequant_proj(blob, &L.down, L.down_q, L.down_s, proj[2]);
-                for (int p = 0; p < 3 && !rc; p++) rc = hz_st_writer_write(c->ew, proj[p], n * 4);
-            }
-            show_progress(c, stage, 0);
-        }
+    for (unsigned i = 0; i < window && !rc; i++) {
+        slot_ptrs[i] = &slots[i];
+        slots[i].out = malloc(out_bytes);
+        if (c->ew) slots[i].deq = malloc(3 * c->proj_n * sizeof(float));
+        if (!slots[i].out || (c->ew && !slots[i].deq))
+            rc = hz_error(HZ_ENOMEM, "out of memory for %u result slots of %llu bytes", window,
+                          (unsigned long long)(out_bytes + (c->ew ? 12 * c->proj_n : 0)));
     }
+    for (unsigned i = 0; i < threads && !rc; i++)
+        if (!(scratch[i] = malloc(scratch_bytes)))
+            rc = hz_error(HZ_ENOMEM, "out of memory for %u worker buffers of %llu bytes", threads,
+                          (unsigned long long)scratch_bytes);
+    if (rc) goto done;
+
+    pack_pipeline_cfg pc = {.n_items = c->n_nr + c->n_experts,
+                            .threads = threads,
+                            .window = window,
+                            .slots = slot_ptrs,
+                            .scratch = scratch,
+                            .compute = compute_item,
+                            .consume = consume_item,
+                            .ctx = c};
+    rc = pack_pipeline_run(&pc);
 done:
-    free(proj[0]);
-    free(proj[1]);
-    free(proj[2]);
-    free(blob);
+    if (slots)
+        for (unsigned i = 0; i < window; i++) {
+            free(slots[i].out);
+            free(slots[i].deq);
+        }
+    if (scratch)
+        for (unsigned i = 0; i < threads; i++) free(scratch[i]);
+    free(slots);
+    free(slot_ptrs);
+    free(scratch);
+    free(c->nr);
+    c->nr = NULL;
     return rc;
 }
 
@@ -277,14 +442,8 @@ static int run(const char *model_dir, const char *out, const char *export_path, 
     }
 
     if ((rc = hz_artifact_writer_create(out, &c->cfg, dtype_word(src), source_id, &c->aw))) goto done;
-    uint8_t *raw = malloc(CHUNK_BYTES);
-    hz_f16 *half = malloc(CHUNK_BYTES / 2);
-    if (!raw || !half) rc = hz_error(HZ_ENOMEM, "out of memory");
-    for (uint32_t i = 0; i < n_specs && !rc; i++) rc = pack_nonrouted(c, &specs[i], raw, half);
-    free(raw);
-    free(half);
-    if (!rc) rc = pack_experts(c);
-    if (rc) goto done;
+    c->specs = specs;
+    if ((rc = convert(c, n_specs))) goto done;
     char identity[HZ_IDENTITY_HEX_BYTES];
     rc = hz_artifact_writer_finish(c->aw, identity);
     c->aw = NULL;
@@ -301,10 +460,11 @@ static int run(const char *model_dir, const char *out, const char *export_path, 
     double el = hz_now_seconds() - c->t0;
     if (!c->quiet)
         printf("hz-pack: %s -> %s: %s, %u layers x %u experts, %llu bytes, identity %s, %.1f s "
-               "(%.1f MB/s)%s%s\n",
+               "(%.1f MB/s, %u threads)%s%s\n",
                model_dir, out, hz_arch_name(c->cfg.arch), c->cfg.layers, c->cfg.experts,
                (unsigned long long)bytes, identity, el,
-               el > 0 ? (double)c->total_bytes / el / 1e6 : 0.0, export_path ? ", exported " : "",
+               el > 0 ? (double)c->total_bytes / el / 1e6 : 0.0, c->threads,
+               export_path ? ", exported " : "",
                export_path ? export_path : "");
 done:
     free(specs);
@@ -315,10 +475,12 @@ int main(int argc, char **argv) {
     static const struct option opts[] = {{"export-dequantized", required_argument, NULL, 'x'},
                                          {"quiet", no_argument, NULL, 'q'},
                                          {"progress", no_argument, NULL, 'p'},
+                                         {"threads", required_argument, NULL, 't'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *export_path = NULL;
     int quiet = 0, force_progress = 0, ch;
+    unsigned threads = 0; /* 0: one per online CPU */
     while ((ch = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
         switch (ch) {
         case 'x':
@@ -330,6 +492,18 @@ int main(int argc, char **argv) {
         case 'p':
             force_progress = 1;
             break;
+        case 't': {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-' || v < 1 || v > MAX_THREADS) {
+                fprintf(stderr, "hz-pack: --threads takes a number from 1 to %u, not '%s'\n",
+                        MAX_THREADS, optarg);
+                return 2;
+            }
+            threads = (unsigned)v;
+            break;
+        }
         case 'h':
             usage(stdout);
             return 0;
@@ -345,6 +519,11 @@ int main(int argc, char **argv) {
     pack_ctx c;
     memset(&c, 0, sizeof c);
     c.quiet = quiet;
+    if (!threads) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n < 1 ? 1u : n > (long)MAX_THREADS ? MAX_THREADS : (unsigned)n;
+    }
+    c.threads = threads;
     c.progress = force_progress || (!quiet && isatty(2));
     c.t0 = hz_now_seconds();
     int rc = run(argv[optind], argv[optind + 1], export_path, &c);
