@@ -9,6 +9,7 @@
  * (illegal address, launch failure, ECC, ...) mark the backend lost: every later call fails at once
  * with the original cause instead of queueing work onto a dead context. Nothing here aborts, prints
  * or registers atexit/destructor teardown: the host application decides when the backend dies. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,6 +293,90 @@ static int cuda_mem_info(hz_backend *be, uint64_t *out_free, uint64_t *out_total
     return HZ_OK;
 }
 
+/* Registrations are process-wide (cudaHostRegisterPortable: every context sees the range pinned), and
+ * CUDA refuses to register a range twice: two caches on one backing, on one device or on two, share one
+ * registration, counted here and undone by the last unregister. */
+typedef struct cuda_reg {
+    struct cuda_reg *next;
+    void *ptr;
+    uint64_t bytes;
+    uint32_t refs;
+} cuda_reg;
+static pthread_mutex_t g_reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static cuda_reg *g_regs;
+
+static int cuda_host_register(hz_backend *be, void *ptr, uint64_t bytes, int read_only) {
+    cuda_backend *cb = as_cuda(be);
+    if (!ptr || bytes == 0) return hz_error(HZ_EINVAL, "%s: host_register of NULL or 0 bytes", be->name);
+    int st = cuda_enter(cb, "host_register");
+    if (st) return st;
+    pthread_mutex_lock(&g_reg_mu);
+    cuda_reg *r = g_regs;
+    while (r && r->ptr != ptr) r = r->next;
+    if (r) {
+        if (r->bytes != bytes)
+            st = hz_error(HZ_EINVAL, "%s: host_register of %p: already registered with %llu bytes, not %llu", be->name,
+                          ptr, (unsigned long long)r->bytes, (unsigned long long)bytes);
+        else
+            r->refs++;
+        pthread_mutex_unlock(&g_reg_mu);
+        return st;
+    }
+    int attr = 0;
+    cudaError_t e = cudaDeviceGetAttribute(&attr, cudaDevAttrHostRegisterSupported, cb->ordinal);
+    if (e != cudaSuccess) st = cuda_fail(cb, e, "cudaDeviceGetAttribute(cudaDevAttrHostRegisterSupported)");
+    else if (!attr)
+        st = hz_error(HZ_EDEVICE, "%s: cudaHostRegister: the device does not support host registration "
+                                  "(cudaDevAttrHostRegisterSupported = 0)", be->name);
+    if (!st && read_only) {
+        e = cudaDeviceGetAttribute(&attr, cudaDevAttrHostRegisterReadOnlySupported, cb->ordinal);
+        if (e != cudaSuccess) st = cuda_fail(cb, e, "cudaDeviceGetAttribute(cudaDevAttrHostRegisterReadOnlySupported)");
+        else if (!attr)
+            st = hz_error(HZ_EDEVICE, "%s: cudaHostRegister: the device does not support cudaHostRegisterReadOnly "
+                                      "(cudaDevAttrHostRegisterReadOnlySupported = 0)", be->name);
+    }
+    if (!st) {
+        /* Read-only: the routed region is mapped PROT_READ, which pinning for device writes would refuse. */
+        unsigned flags = cudaHostRegisterPortable | (read_only ? cudaHostRegisterReadOnly : 0u);
+        e = cudaHostRegister(ptr, (size_t)bytes, flags);
+        if (e != cudaSuccess) {
+            st = cuda_fail(cb, e, read_only ? "cudaHostRegister(Portable | ReadOnly)" : "cudaHostRegister(Portable)");
+            hz_error_prefix(st, "%llu bytes at %p", (unsigned long long)bytes, ptr);
+        }
+    }
+    if (!st) {
+        r = calloc(1, sizeof *r);
+        if (!r) {
+            (void)cudaHostUnregister(ptr);
+            (void)cudaGetLastError();
+            st = hz_error(HZ_ENOMEM, "%s: host_register: out of memory", be->name);
+        } else {
+            *r = (cuda_reg){.next = g_regs, .ptr = ptr, .bytes = bytes, .refs = 1};
+            g_regs = r;
+        }
+    }
+    pthread_mutex_unlock(&g_reg_mu);
+    return st;
+}
+
+static void cuda_host_unregister(hz_backend *be, void *ptr) {
+    if (!ptr) return;
+    pthread_mutex_lock(&g_reg_mu);
+    for (cuda_reg **pp = &g_regs; *pp; pp = &(*pp)->next) {
+        cuda_reg *r = *pp;
+        if (r->ptr != ptr) continue;
+        if (--r->refs == 0) {
+            *pp = r->next;
+            free(r);
+            /* Nothing to report to: a failure leaves the range pinned until the process ends. */
+            if (cudaSetDevice(as_cuda(be)->ordinal) == cudaSuccess) (void)cudaHostUnregister(ptr);
+            (void)cudaGetLastError();
+        }
+        break;
+    }
+    pthread_mutex_unlock(&g_reg_mu);
+}
+
 static const hz_backend_ops cuda_ops = {
     .version = HZ_BACKEND_INTERFACE_VERSION,
     .kind = "cuda",
@@ -313,6 +398,8 @@ static const hz_backend_ops cuda_ops = {
     .queue_sync = cuda_queue_sync,
     .native_queue = cuda_native_queue,
     .mem_info = cuda_mem_info,
+    .host_register = cuda_host_register,
+    .host_unregister = cuda_host_unregister,
 };
 
 int hz_backend_cuda_create(int ordinal, hz_backend **out) {

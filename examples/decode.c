@@ -1,7 +1,8 @@
 /* decode: the reference integration of libhorizon. Uses only the public header.
  *
  *   decode MODEL.hzq [--device auto|cpu|cuda:N] [--resident N] [--tokens N]
- *                    [--prompt "1,2,3" | --prompt-file F] [--executor NAME] [--stop-at-eos] [--json]
+ *                    [--prompt "1,2,3" | --prompt-file F] [--executor NAME]
+ *                    [--transport serial|threaded|registered] [--stop-at-eos] [--json]
  *
  * Opens the artifact as a host backing, opens a device, creates a cache holding N routed experts per
  * layer (0 or absent: all), creates the model and a session, prefills the prompt, then decodes greedily.
@@ -27,7 +28,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: decode MODEL.hzq [--device auto|cpu|cuda:N] [--resident N] [--tokens N]\n"
             "                        [--prompt \"1,2,3\" | --prompt-file F] [--executor NAME]\n"
-            "                        [--stop-at-eos] [--json]\n"
+            "                        [--transport serial|threaded|registered] [--stop-at-eos] [--json]\n"
             "  --device     device to run on (default auto)\n"
             "  --resident   routed experts kept on the device per layer (default 0 = all)\n"
             "  --tokens     tokens to generate (default 16)\n"
@@ -35,6 +36,9 @@ static void usage(FILE *f) {
             "               or token 0 when the model has none)\n"
             "  --prompt-file  read the prompt token ids from a file\n"
             "  --executor   routed-expert executor (default auto)\n"
+            "  --transport  how missed experts reach the device (default serial): serial stages each one\n"
+            "               through pinned memory on the decoding thread, threaded splits those copies over\n"
+            "               a thread pool, registered copies straight from the model file's pages\n"
             "  --stop-at-eos  stop when the model produces its EOS token\n"
             "  --json       print one final JSON line\n");
 }
@@ -153,7 +157,7 @@ static int fail(const char *what, int status) {
 
 int main(int argc, char **argv) {
     const char *model_path = NULL, *device_name = "auto", *prompt_text = NULL, *prompt_file = NULL;
-    const char *executor = "auto";
+    const char *executor = "auto", *transport = "serial";
     uint32_t resident = 0, n_tokens = 16;
     int json = 0, stop_eos = 0;
     for (int i = 1; i < argc; i++) {
@@ -170,6 +174,8 @@ int main(int argc, char **argv) {
             device_name = argv[++i];
         } else if (strcmp(a, "--executor") == 0 && has_value) {
             executor = argv[++i];
+        } else if (strcmp(a, "--transport") == 0 && has_value) {
+            transport = argv[++i];
         } else if (strcmp(a, "--prompt") == 0 && has_value) {
             prompt_text = argv[++i];
         } else if (strcmp(a, "--prompt-file") == 0 && has_value) {
@@ -200,6 +206,14 @@ int main(int argc, char **argv) {
     }
     if (n_tokens == 0) {
         fprintf(stderr, "decode: --tokens must be at least 1\n");
+        return 1;
+    }
+    int32_t transport_id;
+    if (strcmp(transport, "serial") == 0) transport_id = HZ_TRANSPORT_SERIAL;
+    else if (strcmp(transport, "threaded") == 0) transport_id = HZ_TRANSPORT_THREADED;
+    else if (strcmp(transport, "registered") == 0) transport_id = HZ_TRANSPORT_REGISTERED;
+    else {
+        fprintf(stderr, "decode: unknown transport '%s' (serial, threaded or registered)\n", transport);
         return 1;
     }
 
@@ -237,6 +251,7 @@ int main(int argc, char **argv) {
     hz_cache_options co;
     hz_cache_options_init(&co);
     co.capacity = resident;
+    co.transport = transport_id; /* threaded: staging_threads 0 = one per online CPU, at most 16 */
     if ((st = hz_cache_create(backing, device, &co, &cache))) {
         rc = fail("creating the cache", st);
         goto done;

@@ -196,8 +196,21 @@ typedef enum hz_eviction {
     HZ_EVICT_LRU = 0 /* least recently acquired resident expert of the layer */
 } hz_eviction;
 
+/* How a miss transaction moves expert blobs from the host backing into device rows. Every transport
+ * has the same publication guarantees, counters and fault semantics (doc/cache-contract.md); they
+ * differ in how the bytes travel. */
 typedef enum hz_transport {
-    HZ_TRANSPORT_SERIAL = 0 /* serialized transactions through pinned staging (version 1) */
+    HZ_TRANSPORT_SERIAL = 0,    /* serialized transactions through pinned staging (version 1): the
+                                   acquiring thread copies each blob backing -> pinned staging, then
+                                   enqueues its H2D */
+    HZ_TRANSPORT_THREADED = 1,  /* as serial, but the backing -> staging copies run on a pool of
+                                   `staging_threads` threads owned by the cache, each blob split into
+                                   pieces copied in parallel; each blob's H2D is enqueued as soon as it
+                                   is staged */
+    HZ_TRANSPORT_REGISTERED = 2 /* no staging copy: the backing's read-only routed region is registered
+                                   for direct DMA at hz_cache_create (cudaHostRegister on CUDA) and H2D
+                                   copies read it directly; `staging_bytes` is ignored, no staging is
+                                   allocated */
 } hz_transport;
 
 typedef struct hz_cache_options {
@@ -211,6 +224,9 @@ typedef struct hz_cache_options {
      * layers x capacity expert ids, layer-major, distinct within a layer. */
     const uint32_t *initial_placement;
     uint32_t initial_placement_count;
+    /* HZ_TRANSPORT_THREADED only: copy threads, started at creation; 0 = the online CPUs, at most 16.
+     * Values above 256 are HZ_EINVAL. Ignored by the other transports. */
+    uint32_t staging_threads;
 } hz_cache_options;
 
 void hz_cache_options_init(hz_cache_options *opts);
@@ -218,7 +234,9 @@ void hz_cache_options_init(hz_cache_options *opts);
 /* Allocates all device memory (capacity x layers published rows plus the spare rows, and the pinned
  * staging) and publishes generation 1 with the initial placement, copied from the backing.
  * Errors: HZ_ECAPACITY (capacity above the expert count, spare rows fewer than the model's top-k, or
- * staging smaller than one expert blob; the message says which), HZ_EINVAL, HZ_ENOMEM, HZ_EDEVICE. */
+ * staging smaller than one expert blob; the message says which), HZ_EUNSUPPORTED (unknown eviction or
+ * transport), HZ_EINVAL, HZ_ENOMEM (also: a copy thread could not start), HZ_EDEVICE (also: the
+ * registered transport's host registration failed; the message names the call). */
 int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_options *opts,
                     hz_cache **out);
 
@@ -228,7 +246,8 @@ int hz_cache_destroy(hz_cache *cache);
 
 /* Counters as JSON: hits, misses, h2d_bytes, h2d_copies, expert_d2h_bytes, backing_writes,
  * request_source_reads, request_hashing, publications, evictions, retired_rows, staging_high_water,
- * miss latency, generation id, state ("OK" or "FAULTED"). A counter the library does not observe is
+ * staging copy bytes and rate, miss latency, generation id, transport ("serial", "threaded",
+ * "registered"), state ("OK" or "FAULTED"). A counter the library does not observe is
  * "UNKNOWN", one the platform cannot provide "UNSUPPORTED". Caller frees. Thread-safe. */
 int hz_cache_stats_json(hz_cache *cache, char **out);
 

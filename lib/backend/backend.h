@@ -14,7 +14,8 @@
 
 #include "core/core.h"
 
-#define HZ_BACKEND_INTERFACE_VERSION 1u
+/* 2: host_register / host_unregister (the registered transport). */
+#define HZ_BACKEND_INTERFACE_VERSION 2u
 
 typedef enum hz_queue { HZ_QUEUE_COMPUTE = 0, HZ_QUEUE_COPY = 1, HZ_QUEUE_COUNT = 2 } hz_queue;
 typedef enum hz_xfer_dir { HZ_H2D = 0, HZ_D2H = 1, HZ_D2D = 2, HZ_DIR_COUNT = 3 } hz_xfer_dir;
@@ -63,6 +64,12 @@ typedef struct hz_backend_ops {
     void *(*native_queue)(hz_backend *be, hz_queue queue);
     /* Total and free device memory in bytes (HZ_EUNSUPPORTED when not observable). */
     int (*mem_info)(hz_backend *be, uint64_t *out_free, uint64_t *out_total);
+    /* Makes [ptr, ptr + bytes) of existing host memory a direct DMA source for this backend's copies
+     * (read_only: the device never writes it, and the host mapping may be read-only). Once per range;
+     * host_unregister(ptr) undoes it and must only follow a successful host_register. A backend whose
+     * copies read any host memory directly (cpu) succeeds without doing anything. */
+    int (*host_register)(hz_backend *be, void *ptr, uint64_t bytes, int read_only);
+    void (*host_unregister)(hz_backend *be, void *ptr);
 } hz_backend_ops;
 
 /* Base of every backend (first member of the implementation's struct). */

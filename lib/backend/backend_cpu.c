@@ -329,6 +329,18 @@ static int cpu_mem_info(hz_backend *be, uint64_t *out_free, uint64_t *out_total)
     return hz_error(HZ_EUNSUPPORTED, "cpu backend: device memory is host memory; no separate budget");
 }
 
+/* Host memory is device memory here: every copy already reads it directly. */
+static int cpu_host_register(hz_backend *be, void *ptr, uint64_t bytes, int read_only) {
+    (void)read_only;
+    if (!be || !ptr || bytes == 0) return hz_error(HZ_EINVAL, "cpu backend: host_register of NULL or 0 bytes");
+    return HZ_OK;
+}
+
+static void cpu_host_unregister(hz_backend *be, void *ptr) {
+    (void)be;
+    (void)ptr;
+}
+
 int hz_backend_cpu_enqueue_host_fn(hz_backend *be, hz_queue queue, void (*fn)(void *), void *arg) {
     if (!be || !fn) return hz_error(HZ_EINVAL, "enqueue_host_fn: NULL argument");
     if (be->ops != &cpu_ops) return hz_error(HZ_EUNSUPPORTED, "enqueue_host_fn: backend '%s' is not cpu", be->ops->kind);
@@ -364,6 +376,8 @@ static const hz_backend_ops cpu_ops = {
     .queue_sync = cpu_queue_sync,
     .native_queue = cpu_native_queue,
     .mem_info = cpu_mem_info,
+    .host_register = cpu_host_register,
+    .host_unregister = cpu_host_unregister,
 };
 
 int hz_backend_cpu_create(hz_backend **out) {

@@ -29,7 +29,7 @@ static const hz_backend_ops fault_ops;
 static const char *op_name(hz_fault_op op) {
     static const char *const names[HZ_FAULT_OP_COUNT] = {
         "mem_alloc", "pinned_alloc", "copy_h2d", "copy_d2h", "copy_d2d", "memset", "event_create",
-        "event_record", "event_query", "event_wait", "queue_wait_event", "queue_sync"};
+        "event_record", "event_query", "event_wait", "queue_wait_event", "queue_sync", "host_register"};
     return (unsigned)op < HZ_FAULT_OP_COUNT ? names[op] : "unknown";
 }
 
@@ -211,6 +211,18 @@ static int f_mem_info(hz_backend *be, uint64_t *out_free, uint64_t *out_total) {
     return in->ops->mem_info(in, out_free, out_total);
 }
 
+static int f_host_register(hz_backend *be, void *ptr, uint64_t bytes, int read_only) {
+    int st = tick(as_fault(be), HZ_FAULT_HOST_REGISTER);
+    if (st) return st;
+    hz_backend *in = as_fault(be)->inner;
+    return in->ops->host_register(in, ptr, bytes, read_only);
+}
+
+static void f_host_unregister(hz_backend *be, void *ptr) {
+    hz_backend *in = as_fault(be)->inner;
+    in->ops->host_unregister(in, ptr);
+}
+
 static const hz_backend_ops fault_ops = {
     .version = HZ_BACKEND_INTERFACE_VERSION,
     .kind = "fault",
@@ -232,6 +244,8 @@ static const hz_backend_ops fault_ops = {
     .queue_sync = f_queue_sync,
     .native_queue = f_native_queue,
     .mem_info = f_mem_info,
+    .host_register = f_host_register,
+    .host_unregister = f_host_unregister,
 };
 
 int hz_backend_fault_create(hz_backend *inner, hz_backend **out) {

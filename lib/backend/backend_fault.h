@@ -22,6 +22,7 @@ typedef enum hz_fault_op {
     HZ_FAULT_EVENT_WAIT,
     HZ_FAULT_QUEUE_WAIT_EVENT,
     HZ_FAULT_QUEUE_SYNC,
+    HZ_FAULT_HOST_REGISTER,
     HZ_FAULT_OP_COUNT
 } hz_fault_op;
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backing/backing.h"
 #include "cache/cache_internal.h"
@@ -176,6 +177,9 @@ static void cache_free(hz_cache *c) {
     if (!c) return;
     hz_backend *be = c->be;
     hz_gen *cur = atomic_load(&c->current);
+    /* A failed hz_cache_create frees through here: its message must survive the teardown's calls. */
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", hz_last_error_message());
     if (be) {
         /* The device may still read rows for consumers and write rows for transfers: let both finish
          * before the arena goes. Errors are ignored here: there is nobody left to report them to. */
@@ -184,7 +188,6 @@ static void cache_free(hz_cache *c) {
         for (hz_gen *g = c->old; g; g = g->next)
             if (g->consumer_recorded) be->ops->event_wait(be, g->consumer);
     }
-    hz_error_clear();
     hz_transactor_destroy(c->tx);
     while (c->old) {
         hz_gen *g = c->old;
@@ -204,6 +207,8 @@ static void cache_free(hz_cache *c) {
     pthread_mutex_destroy(&c->txn_mu);
     pthread_cond_destroy(&c->rows_cv);
     free(c);
+    if (msg[0]) hz_error(HZ_OK, "%s", msg);
+    else hz_error_clear();
 }
 
 static int validate_placement(const hz_cache_options *o, uint32_t layers, uint32_t experts, uint32_t cap) {
@@ -260,26 +265,43 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
     if (spare < K)
         return hz_error(HZ_ECAPACITY, "spare rows %u are fewer than the model's top-k %u (a decode group must fit)",
                         spare, K);
-    uint64_t staging = o.staging_bytes;
-    if (staging == 0 && !hz_mul_ok(row_bytes, 2, &staging))
-        return hz_error(HZ_ECAPACITY, "staging for two %llu-byte blobs overflows", (unsigned long long)row_bytes);
-    if (staging < row_bytes)
-        return hz_error(HZ_ECAPACITY, "staging of %llu bytes is smaller than one expert blob (%llu bytes)",
-                        (unsigned long long)staging, (unsigned long long)row_bytes);
     if (o.eviction != HZ_EVICT_LRU)
         return hz_error(HZ_EUNSUPPORTED, "eviction policy %d is not supported (only HZ_EVICT_LRU)", (int)o.eviction);
-    if (o.transport != HZ_TRANSPORT_SERIAL)
-        return hz_error(HZ_EUNSUPPORTED, "transport %d is not supported (only HZ_TRANSPORT_SERIAL)", (int)o.transport);
+    if (o.transport != HZ_TRANSPORT_SERIAL && o.transport != HZ_TRANSPORT_THREADED &&
+        o.transport != HZ_TRANSPORT_REGISTERED)
+        return hz_error(HZ_EUNSUPPORTED,
+                        "transport %d is not supported (HZ_TRANSPORT_SERIAL, HZ_TRANSPORT_THREADED or "
+                        "HZ_TRANSPORT_REGISTERED)", (int)o.transport);
+    hz_txn_config tc = {.transport = o.transport};
+    if (o.transport != HZ_TRANSPORT_REGISTERED) {
+        /* The registered transport copies straight from the backing: it has no staging to size. */
+        uint64_t staging = o.staging_bytes;
+        if (staging == 0 && !hz_mul_ok(row_bytes, 2, &staging))
+            return hz_error(HZ_ECAPACITY, "staging for two %llu-byte blobs overflows", (unsigned long long)row_bytes);
+        if (staging < row_bytes)
+            return hz_error(HZ_ECAPACITY, "staging of %llu bytes is smaller than one expert blob (%llu bytes)",
+                            (unsigned long long)staging, (unsigned long long)row_bytes);
+        /* More staging than this many blobs buys nothing for a round (at most spare_rows copies) beyond a
+         * faster initial fill. */
+        uint64_t slots64 = staging / row_bytes;
+        tc.slots = slots64 > 64 ? 64u : (uint32_t)slots64;
+    }
+    if (o.transport == HZ_TRANSPORT_THREADED) {
+        if (o.staging_threads > 256)
+            return hz_error(HZ_EINVAL, "staging_threads %u is above 256", o.staging_threads);
+        tc.threads = o.staging_threads;
+        if (tc.threads == 0) {
+            /* Copies scale with cores until memory bandwidth saturates; beyond 16 threads they stop helping. */
+            long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+            tc.threads = cpus < 1 ? 1u : cpus > 16 ? 16u : (uint32_t)cpus;
+        }
+    }
     if (o.initial_placement) {
         int st = validate_placement(&o, L, E, cap);
         if (st) return st;
     } else if (o.initial_placement_count) {
         return hz_error(HZ_EINVAL, "initial_placement_count %u without an initial_placement", o.initial_placement_count);
     }
-    /* More staging than this many blobs buys nothing for the serial transport's rounds (at most
-     * spare_rows copies each) beyond a faster initial fill. */
-    uint64_t slots64 = staging / row_bytes;
-    uint32_t slots = slots64 > 64 ? 64u : (uint32_t)slots64;
     uint64_t nrows64 = (uint64_t)L * cap + spare, arena_bytes;
     if (nrows64 >= HZ_NO_ROW || !hz_mul_ok(nrows64, row_bytes, &arena_bytes))
         return hz_error(HZ_ECAPACITY, "%llu rows of %llu bytes overflow", (unsigned long long)nrows64,
@@ -321,7 +343,7 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
         if (st) hz_error_prefix(st, "allocating the row arena (%u rows of %llu bytes)", c->nrows,
                                 (unsigned long long)row_bytes);
     }
-    if (!st) st = hz_transactor_create(c->be, backing, row_bytes, slots, &c->tx);
+    if (!st) st = hz_transactor_create(c->be, backing, row_bytes, &tc, &c->tx);
     hz_gen *g = NULL;
     if (!st) st = gen_alloc(c, &g);
     hz_txn_item *items = NULL;
@@ -879,7 +901,7 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
     cJSON_AddNumberToObject(j, "generation", (double)gen_id);
     cJSON_AddStringToObject(j, "device", be->name);
     cJSON_AddStringToObject(j, "eviction", c->policy->name);
-    cJSON_AddStringToObject(j, "transport", "serial");
+    cJSON_AddStringToObject(j, "transport", hz_txn_transport_name(ts.transport));
     cJSON_AddNumberToObject(j, "layers", c->layers);
     cJSON_AddNumberToObject(j, "experts", c->experts);
     cJSON_AddNumberToObject(j, "capacity", c->capacity);
@@ -905,6 +927,20 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
     cJSON_AddNumberToObject(j, "staging_slots", ts.slots);
     cJSON_AddNumberToObject(j, "staging_slots_busy", ts.slots_busy);
     cJSON_AddNumberToObject(j, "staging_high_water", (double)ts.staging_high_water);
+    cJSON_AddNumberToObject(j, "staging_threads", ts.threads);
+    cJSON_AddNumberToObject(j, "staging_copies", (double)ts.staging_copies);
+    cJSON_AddNumberToObject(j, "staging_chunks", (double)ts.staging_chunks);
+    cJSON_AddNumberToObject(j, "staging_copy_bytes", (double)ts.staging_copy_bytes);
+    cJSON_AddNumberToObject(j, "staging_copy_seconds", (double)ts.staging_copy_ns * 1e-9);
+    if (ts.staging_copy_ns > 0) {
+        cJSON_AddNumberToObject(j, "staging_gbps", (double)ts.staging_copy_bytes / (double)ts.staging_copy_ns);
+        cJSON_AddNumberToObject(j, "staging_gbps_per_thread",
+                                ts.staging_thread_ns ? (double)ts.staging_copy_bytes / (double)ts.staging_thread_ns : 0.0);
+    } else {
+        cJSON_AddNullToObject(j, "staging_gbps");
+        cJSON_AddNullToObject(j, "staging_gbps_per_thread");
+    }
+    cJSON_AddNumberToObject(j, "registered_bytes", (double)ts.registered_bytes);
     cJSON *lat = cJSON_AddObjectToObject(j, "miss_latency_us");
     cJSON_AddNumberToObject(lat, "count", (double)miss_txns);
     if (miss_txns) {
@@ -937,6 +973,18 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
                             "invariant-checker row reads, counted under purpose 'verify', apart from expert D2H");
     cJSON_AddStringToObject(notes, "h2d_bytes", "this cache's expert H2D copies, including the initial fill");
     cJSON_AddStringToObject(notes, "hits_misses", "per expert of each successful acquire");
+    cJSON_AddStringToObject(notes, "transport",
+                            ts.transport == HZ_TXN_REGISTERED
+                                ? "registered: the backing's routed region is registered for direct DMA; H2D "
+                                  "copies read it, no staging copy is made (staging figures stay 0)"
+                                : ts.transport == HZ_TXN_THREADED
+                                      ? "threaded: backing -> pinned staging copies run on staging_threads "
+                                        "threads, blobs split in staging_chunks pieces"
+                                      : "serial: the acquiring thread copies backing -> pinned staging");
+    cJSON_AddStringToObject(notes, "staging_gbps",
+                            "staging_copy_bytes over staging_copy_seconds, the wall time during which at least "
+                            "one staging copy ran (per thread: over the copies' summed durations); null without "
+                            "a staging copy");
     cJSON_AddStringToObject(notes, "miss_latency_us",
                             "per acquire that loaded experts: from taking the transaction lock to the last "
                             "publication (includes waiting for spare rows)");

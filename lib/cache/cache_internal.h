@@ -77,7 +77,7 @@ struct hz_cache {
 
     pthread_mutex_t mu;      /* everything below, the rows and every generation's mutable fields */
     pthread_cond_t rows_cv;  /* signalled when a lease on an old generation ends */
-    pthread_mutex_t txn_mu;  /* serializes miss transactions (transport "serial") */
+    pthread_mutex_t txn_mu;  /* serializes miss transactions (every transport) */
     hz_gen *_Atomic current; /* swapped in one store under mu: the publication */
     hz_gen *old;             /* older live generations, newest first */
     uint64_t next_gen_id;

@@ -151,6 +151,12 @@ int hz_cache_check_invariants_locked(hz_cache *c, int check_content, const uint3
         hz_txn_stats ts;
         hz_transactor_stats(c->tx, &ts);
         if (ts.slots_busy) FAIL("no transaction runs, yet %u staging slots are busy", ts.slots_busy);
+        if (ts.fills_pending)
+            FAIL("no transaction runs, yet %u staging fills are still with the copy threads", ts.fills_pending);
+        if (ts.transport == HZ_TXN_REGISTERED && (ts.staging_high_water || ts.staging_copies || ts.staging_bytes))
+            FAIL("registered transport, yet %llu staging copies, %llu bytes of staging, high water %llu",
+                 (unsigned long long)ts.staging_copies, (unsigned long long)ts.staging_bytes,
+                 (unsigned long long)ts.staging_high_water);
     }
     uint64_t d2h = atomic_load(&c->be->bytes[HZ_D2H][HZ_PURPOSE_EXPERT]);
     if (d2h) FAIL("%llu bytes of expert D2H were counted", (unsigned long long)d2h);

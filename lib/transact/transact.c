@@ -1,35 +1,91 @@
-/* The serial miss transactor: backing -> pinned staging -> device row, one staging slot per copy in
- * flight, slots reused only after their copy's event completes. */
+/* The miss transactor: serial, threaded and registered transports (transact.h). All three keep one
+ * rule: a staging slot (or, registered, nothing at all) is read by an H2D until that copy's event has
+ * completed, and on failure nothing issued by a load is left running unless the result says so. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
 
 #include "backing/backing.h"
 #include "transact/transact.h"
 
+/* Slot states, guarded by the transactor's mutex. Every state but IDLE counts as staging in use. */
+enum { SLOT_IDLE = 0, SLOT_FILLING, SLOT_STAGED, SLOT_COPYING };
+
 typedef struct txn_slot {
     uint8_t *buf;
     hz_bevent *ev;
-    int busy; /* a copy from this slot was enqueued and its event not yet seen complete */
+    int state;
+    uint64_t seq; /* order in which its H2D was enqueued: the oldest copy is waited for first */
+    /* threaded: the fill in progress (guarded by the mutex) */
+    const uint8_t *src;
+    uint32_t item;
+    uint32_t claimed, done; /* pieces handed to threads, pieces finished (copied or skipped) */
+    int status;             /* first failure among its pieces */
+    struct txn_slot *next;  /* in the work list or the staged list */
 } txn_slot;
 
 struct hz_transactor {
     hz_backend *be;
     const hz_host_backing *backing;
+    int transport;
     uint64_t row_bytes;
     uint32_t nslots;
-    uint8_t *staging; /* one pinned allocation, nslots x row_bytes */
+    uint8_t *staging; /* one pinned allocation, nslots x row_bytes (serial, threaded) */
     txn_slot *slots;
-    /* Counters are read by hz_cache_stats_json from other threads while a load runs. */
+    hz_bevent *group_ev; /* registered: marks the end of a load's copies */
+    void *reg_ptr;       /* registered: the region given to host_register */
+    uint64_t reg_bytes;
+
+    /* Everything below is guarded by mu: counters are read by hz_cache_stats_json from other threads
+     * while a load runs, and the threaded transport's lists are shared with its threads. */
     pthread_mutex_t mu;
+    uint32_t copy_delay_us; /* test knob */
     uint32_t busy;
     uint64_t high_water;
-    uint64_t h2d_bytes, h2d_copies, staging_copies;
+    uint64_t h2d_bytes, h2d_copies, staging_copies, staging_chunks, copy_bytes;
+    uint64_t copy_ns, thread_ns;
+    uint64_t next_seq;
     uint64_t fault_at[HZ_TXN_FAULT_COUNT];
     int fault_status[HZ_TXN_FAULT_COUNT];
     uint64_t fault_calls[HZ_TXN_FAULT_COUNT];
+
+    /* threaded */
+    pthread_cond_t work_cv; /* threads wait for pieces (or stop) */
+    pthread_cond_t done_cv; /* the loading thread waits for finished fills */
+    int conds;              /* the two condition variables were initialized */
+    uv_thread_t *threads;
+    uint32_t nthreads, started;
+    uint32_t pieces;     /* pieces per blob */
+    uint64_t piece_bytes; /* bytes per piece (the last one may be shorter) */
+    int stop, abort;
+    txn_slot *work_head, *work_tail;     /* fills with pieces nobody claimed yet */
+    txn_slot *staged_head, *staged_tail; /* fills whose pieces are all finished, in completion order */
+    uint32_t filling;                    /* fills with unfinished pieces */
+    uint32_t active;                     /* threads inside a copy */
+    uint64_t active_since;
+    const hz_txn_item *cur_items;
+    int fail_set;
+    char fail_msg[512];
 };
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+const char *hz_txn_transport_name(int transport) {
+    switch (transport) {
+    case HZ_TXN_SERIAL: return "serial";
+    case HZ_TXN_THREADED: return "threaded";
+    case HZ_TXN_REGISTERED: return "registered";
+    default: return "unknown";
+    }
+}
 
 static int fault_point(hz_transactor *t, hz_txn_fault p) {
     pthread_mutex_lock(&t->mu);
@@ -43,140 +99,481 @@ static int fault_point(hz_transactor *t, hz_txn_fault p) {
     return st;
 }
 
-static void set_busy(hz_transactor *t, txn_slot *s, int busy) {
-    pthread_mutex_lock(&t->mu);
-    if (busy && !s->busy) {
+static void set_state_locked(hz_transactor *t, txn_slot *s, int state) {
+    if (state != SLOT_IDLE && s->state == SLOT_IDLE) {
         t->busy++;
         uint64_t inuse = (uint64_t)t->busy * t->row_bytes;
         if (inuse > t->high_water) t->high_water = inuse;
-    } else if (!busy && s->busy) {
+    } else if (state == SLOT_IDLE && s->state != SLOT_IDLE) {
         t->busy--;
     }
-    s->busy = busy;
+    s->state = state;
+}
+
+static void set_state(hz_transactor *t, txn_slot *s, int state) {
+    pthread_mutex_lock(&t->mu);
+    set_state_locked(t, s, state);
     pthread_mutex_unlock(&t->mu);
 }
+
+/* ---- the threaded transport's copy threads ------------------------------------------------------ */
+
+static void copy_thread_main(void *arg) {
+    hz_transactor *t = arg;
+    pthread_mutex_lock(&t->mu);
+    for (;;) {
+        while (!t->stop && !t->work_head) pthread_cond_wait(&t->work_cv, &t->mu);
+        if (t->stop) break;
+        txn_slot *s = t->work_head;
+        uint32_t piece = s->claimed++;
+        if (s->claimed == t->pieces) {
+            t->work_head = s->next;
+            if (!t->work_head) t->work_tail = NULL;
+            s->next = NULL;
+        }
+        /* After a failure the loading thread only waits for the pieces already claimed: later ones are
+         * finished without copying so that it does not wait for bytes nobody will send. */
+        int skip = t->abort;
+        uint64_t off = (uint64_t)piece * t->piece_bytes;
+        uint64_t len = t->row_bytes - off < t->piece_bytes ? t->row_bytes - off : t->piece_bytes;
+        const hz_txn_item *it = &t->cur_items[s->item];
+        uint32_t layer = it->layer, expert = it->expert;
+        uint32_t delay = t->copy_delay_us;
+        if (!skip && t->active++ == 0) t->active_since = now_ns();
+        pthread_mutex_unlock(&t->mu);
+
+        int st = HZ_OK;
+        uint64_t t0 = 0, t1 = 0;
+        if (!skip) {
+            st = fault_point(t, HZ_TXN_FAULT_STAGING_COPY);
+            if (st == HZ_OK) {
+                if (delay) usleep(delay);
+                t0 = now_ns();
+                memcpy(s->buf + off, s->src + off, (size_t)len);
+                t1 = now_ns();
+            }
+        }
+
+        pthread_mutex_lock(&t->mu);
+        if (!skip) {
+            if (--t->active == 0) t->copy_ns += now_ns() - t->active_since;
+            t->thread_ns += t1 - t0;
+            if (st == HZ_OK) {
+                t->staging_chunks++;
+                t->copy_bytes += len;
+            }
+        }
+        if (st != HZ_OK) {
+            if (!s->status) s->status = st;
+            if (!t->fail_set) {
+                /* hz_error's message is per thread: keep it for the loading thread to report. */
+                snprintf(t->fail_msg, sizeof t->fail_msg,
+                         "transactor: injected fault in the staging copy of layer %u expert %u (piece %u of %u, "
+                         "copy thread)", layer, expert, piece + 1, t->pieces);
+                t->fail_set = 1;
+            }
+        }
+        if (++s->done == t->pieces) {
+            t->filling--;
+            if (!s->status && !skip) t->staging_copies++;
+            if (!s->status && skip) s->status = HZ_ESTATE; /* never sent; dropped by the loader */
+            s->next = NULL;
+            if (t->staged_tail) t->staged_tail->next = s;
+            else t->staged_head = s;
+            t->staged_tail = s;
+            pthread_cond_signal(&t->done_cv);
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void stop_threads(hz_transactor *t) {
+    if (!t->threads) return;
+    pthread_mutex_lock(&t->mu);
+    t->stop = 1;
+    pthread_cond_broadcast(&t->work_cv);
+    pthread_mutex_unlock(&t->mu);
+    for (uint32_t i = 0; i < t->started; i++) uv_thread_join(&t->threads[i]);
+    free(t->threads);
+    t->threads = NULL;
+    t->started = 0;
+}
+
+/* ---- creation and destruction ------------------------------------------------------------------- */
 
 void hz_transactor_destroy(hz_transactor *t) {
     if (!t) return;
     hz_backend *be = t->be;
-    if (t->slots) {
-        /* Copies read the staging buffers until they complete: drain before freeing them. */
+    stop_threads(t);
+    if (t->slots || t->group_ev) {
+        /* Copies read the staging buffers (or the registered backing) until they complete: drain first. */
         be->ops->queue_sync(be, HZ_QUEUE_COPY);
+    }
+    if (t->slots)
         for (uint32_t i = 0; i < t->nslots; i++)
             if (t->slots[i].ev) be->ops->event_destroy(be, t->slots[i].ev);
-    }
+    if (t->group_ev) be->ops->event_destroy(be, t->group_ev);
+    if (t->reg_ptr) be->ops->host_unregister(be, t->reg_ptr);
     if (t->staging) be->ops->pinned_free(be, t->staging);
     free(t->slots);
+    if (t->conds) {
+        pthread_cond_destroy(&t->work_cv);
+        pthread_cond_destroy(&t->done_cv);
+    }
     pthread_mutex_destroy(&t->mu);
     free(t);
 }
 
-int hz_transactor_create(hz_backend *be, const hz_host_backing *backing, uint64_t row_bytes, uint32_t slots,
-                         hz_transactor **out) {
-    *out = NULL;
-    if (!be || !backing || row_bytes == 0 || slots == 0)
-        return hz_error(HZ_EINVAL, "transactor: bad arguments");
+static int create_staging(hz_transactor *t, uint32_t slots) {
+    hz_backend *be = t->be;
     uint64_t total;
-    if (!hz_mul_ok(row_bytes, slots, &total))
+    if (!hz_mul_ok(t->row_bytes, slots, &total))
         return hz_error(HZ_ECAPACITY, "transactor: %u staging slots of %llu bytes overflow", slots,
-                        (unsigned long long)row_bytes);
+                        (unsigned long long)t->row_bytes);
+    t->nslots = slots;
+    t->slots = calloc(slots, sizeof *t->slots);
+    if (!t->slots) return hz_error(HZ_ENOMEM, "transactor: out of memory for %u slots", slots);
+    int st = be->ops->pinned_alloc(be, total, (void **)&t->staging);
+    if (st) return hz_error_prefix(st, "allocating %llu bytes of pinned staging", (unsigned long long)total);
+    for (uint32_t i = 0; i < slots; i++) {
+        t->slots[i].buf = t->staging + (uint64_t)i * t->row_bytes;
+        st = be->ops->event_create(be, &t->slots[i].ev);
+        if (st) {
+            t->slots[i].ev = NULL;
+            return hz_error_prefix(st, "creating the event of staging slot %u", i);
+        }
+    }
+    return HZ_OK;
+}
+
+/* mu held or no thread running. */
+static void set_pieces(hz_transactor *t, uint64_t chunk_bytes) {
+    /* A piece smaller than this costs more in hand-over than it gains in parallel copying. */
+    uint64_t min_piece = chunk_bytes ? chunk_bytes : 256u * 1024u;
+    uint64_t pieces = t->row_bytes / min_piece;
+    if (pieces < 1) pieces = 1;
+    if (pieces > t->nthreads) pieces = t->nthreads;
+    /* Cache-line aligned pieces, so two threads never write the same line of a slot. */
+    uint64_t piece = (t->row_bytes + pieces - 1) / pieces;
+    piece = (piece + 63u) & ~(uint64_t)63u;
+    t->piece_bytes = piece;
+    t->pieces = (uint32_t)((t->row_bytes + piece - 1) / piece);
+}
+
+int hz_transactor_set_piece_bytes(hz_transactor *t, uint64_t bytes) {
+    if (!t || t->transport != HZ_TXN_THREADED) return hz_error(HZ_EINVAL, "set_piece_bytes: not a threaded transactor");
+    pthread_mutex_lock(&t->mu);
+    int idle = t->filling == 0 && t->work_head == NULL && t->cur_items == NULL;
+    if (idle) set_pieces(t, bytes);
+    pthread_mutex_unlock(&t->mu);
+    return idle ? HZ_OK : hz_error(HZ_ESTATE, "set_piece_bytes: a load is running");
+}
+
+static int create_threads(hz_transactor *t, uint32_t threads, uint64_t chunk_bytes) {
+    if (threads == 0) return hz_error(HZ_EINVAL, "transactor: the threaded transport needs at least one thread");
+    t->nthreads = threads;
+    set_pieces(t, chunk_bytes);
+    pthread_cond_init(&t->work_cv, NULL);
+    pthread_cond_init(&t->done_cv, NULL);
+    t->conds = 1;
+    t->threads = calloc(threads, sizeof *t->threads);
+    if (!t->threads) return hz_error(HZ_ENOMEM, "transactor: out of memory for %u copy threads", threads);
+    for (uint32_t i = 0; i < threads; i++) {
+        int rc = uv_thread_create(&t->threads[i], copy_thread_main, t);
+        if (rc != 0)
+            return hz_error(HZ_ENOMEM, "transactor: uv_thread_create of copy thread %u of %u failed: %s", i + 1,
+                            threads, uv_strerror(rc));
+        t->started++;
+    }
+    return HZ_OK;
+}
+
+static int create_registration(hz_transactor *t) {
+    hz_backend *be = t->be;
+    uint64_t bytes = 0;
+    const uint8_t *region = hz_backing_routed_region(t->backing, &bytes);
+    if (!region || bytes == 0) return hz_error(HZ_EINVAL, "transactor: the backing has no routed region to register");
+    if (!be->ops->host_register || !be->ops->host_unregister)
+        return hz_error(HZ_EUNSUPPORTED, "backend '%s' cannot register host memory", be->name);
+    /* The device only reads it; the region stays mprotect'ed read-only on the host. */
+    int st = be->ops->host_register(be, (void *)(uintptr_t)region, bytes, 1);
+    if (st)
+        return hz_error_prefix(st, "registering the backing's routed region (%llu bytes) for direct DMA",
+                               (unsigned long long)bytes);
+    t->reg_ptr = (void *)(uintptr_t)region;
+    t->reg_bytes = bytes;
+    st = be->ops->event_create(be, &t->group_ev);
+    if (st) {
+        t->group_ev = NULL;
+        return hz_error_prefix(st, "creating the registered transport's completion event");
+    }
+    return HZ_OK;
+}
+
+int hz_transactor_create(hz_backend *be, const hz_host_backing *backing, uint64_t row_bytes,
+                         const hz_txn_config *cfg, hz_transactor **out) {
+    *out = NULL;
+    if (!be || !backing || !cfg || row_bytes == 0) return hz_error(HZ_EINVAL, "transactor: bad arguments");
+    if (cfg->transport < 0 || cfg->transport >= HZ_TXN_TRANSPORT_COUNT)
+        return hz_error(HZ_EUNSUPPORTED, "transactor: transport %d is not supported", cfg->transport);
+    if (cfg->transport != HZ_TXN_REGISTERED && cfg->slots == 0)
+        return hz_error(HZ_EINVAL, "transactor: transport %s needs at least one staging slot",
+                        hz_txn_transport_name(cfg->transport));
     hz_transactor *t = calloc(1, sizeof *t);
     if (!t) return hz_error(HZ_ENOMEM, "transactor: out of memory");
     pthread_mutex_init(&t->mu, NULL);
     t->be = be;
     t->backing = backing;
+    t->transport = cfg->transport;
     t->row_bytes = row_bytes;
-    t->nslots = slots;
-    t->slots = calloc(slots, sizeof *t->slots);
-    if (!t->slots) {
-        hz_transactor_destroy(t);
-        return hz_error(HZ_ENOMEM, "transactor: out of memory for %u slots", slots);
+    int st = HZ_OK;
+    if (cfg->transport == HZ_TXN_REGISTERED) {
+        st = create_registration(t);
+    } else {
+        st = create_staging(t, cfg->slots);
+        if (!st && cfg->transport == HZ_TXN_THREADED) st = create_threads(t, cfg->threads, cfg->chunk_bytes);
     }
-    int st = be->ops->pinned_alloc(be, total, (void **)&t->staging);
     if (st) {
-        hz_transactor_destroy(t);
-        return hz_error_prefix(st, "allocating %llu bytes of pinned staging", (unsigned long long)total);
-    }
-    for (uint32_t i = 0; i < slots; i++) {
-        t->slots[i].buf = t->staging + (uint64_t)i * row_bytes;
-        st = be->ops->event_create(be, &t->slots[i].ev);
-        if (st) {
-            hz_transactor_destroy(t);
-            return hz_error_prefix(st, "creating the event of staging slot %u", i);
-        }
+        hz_transactor_destroy(t); /* keeps the message: destroy reports nothing */
+        return st;
     }
     *out = t;
     return HZ_OK;
 }
 
+/* ---- steps shared by the transports ----------------------------------------------------------- */
+
 /* Waits for slot `s`'s last copy; on success the slot may be refilled. */
 static int retire_slot(hz_transactor *t, txn_slot *s, uint32_t index) {
-    if (!s->busy) return HZ_OK;
+    pthread_mutex_lock(&t->mu);
+    int copying = s->state == SLOT_COPYING;
+    pthread_mutex_unlock(&t->mu);
+    if (!copying) return HZ_OK;
     int st = t->be->ops->event_wait(t->be, s->ev);
     if (st) return hz_error_prefix(st, "waiting for the copy from staging slot %u", index);
-    set_busy(t, s, 0);
+    set_state(t, s, SLOT_IDLE);
     return HZ_OK;
 }
+
+static void count_h2d(hz_transactor *t) {
+    pthread_mutex_lock(&t->mu);
+    t->h2d_bytes += t->row_bytes;
+    t->h2d_copies++;
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* Enqueues staged slot `s` -> its item's row and records the slot's event. */
+static int h2d_from_slot(hz_transactor *t, txn_slot *s, const hz_txn_item *it, uint32_t *issued) {
+    hz_backend *be = t->be;
+    int st = hz_backend_copy_h2d(be, HZ_QUEUE_COPY, it->dst, s->buf, t->row_bytes, HZ_PURPOSE_EXPERT);
+    if (st) {
+        set_state(t, s, SLOT_IDLE); /* refused: nothing reads the slot */
+        return hz_error_prefix(st, "H2D of layer %u expert %u", it->layer, it->expert);
+    }
+    (*issued)++;
+    /* From here the slot is read by the copy until its event completes, even if recording fails. */
+    pthread_mutex_lock(&t->mu);
+    set_state_locked(t, s, SLOT_COPYING);
+    s->seq = ++t->next_seq;
+    pthread_mutex_unlock(&t->mu);
+    count_h2d(t);
+    st = be->ops->event_record(be, s->ev, HZ_QUEUE_COPY);
+    if (st) return hz_error_prefix(st, "recording the completion of layer %u expert %u", it->layer, it->expert);
+    return HZ_OK;
+}
+
+/* After every item has been enqueued: waits for each slot's last copy. */
+static int retire_all(hz_transactor *t, hz_txn_result *res) {
+    for (uint32_t k = 0; k < t->nslots; k++) {
+        pthread_mutex_lock(&t->mu);
+        int copying = t->slots[k].state == SLOT_COPYING;
+        pthread_mutex_unlock(&t->mu);
+        if (!copying) continue;
+        int st = retire_slot(t, &t->slots[k], k);
+        if (st) return st;
+        res->copies_done++;
+    }
+    return HZ_OK;
+}
+
+/* ---- serial ------------------------------------------------------------------------------------- */
+
+static int load_serial(hz_transactor *t, const hz_txn_item *items, uint32_t n, hz_txn_result *res,
+                       uint32_t *issued) {
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t si = i % t->nslots;
+        txn_slot *s = &t->slots[si];
+        const hz_txn_item *it = &items[i];
+        /* The slot still feeds the copy issued nslots items ago: refill it only once that copy is done. */
+        int st = retire_slot(t, s, si);
+        if (st) return st;
+        if (i >= t->nslots) res->copies_done++;
+        const uint8_t *blob = hz_backing_expert_blob(t->backing, it->layer, it->expert);
+        if (!blob) return hz_error(HZ_ERANGE, "transactor: no blob for layer %u expert %u", it->layer, it->expert);
+        st = fault_point(t, HZ_TXN_FAULT_STAGING_COPY);
+        if (st)
+            return hz_error(st, "transactor: injected fault in the staging copy of layer %u expert %u", it->layer,
+                            it->expert);
+        pthread_mutex_lock(&t->mu);
+        set_state_locked(t, s, SLOT_FILLING);
+        uint32_t delay = t->copy_delay_us;
+        pthread_mutex_unlock(&t->mu);
+        if (delay) usleep(delay);
+        uint64_t t0 = now_ns();
+        memcpy(s->buf, blob, (size_t)t->row_bytes);
+        uint64_t dt = now_ns() - t0;
+        pthread_mutex_lock(&t->mu);
+        set_state_locked(t, s, SLOT_STAGED);
+        t->staging_copies++;
+        t->staging_chunks++;
+        t->copy_bytes += t->row_bytes;
+        t->copy_ns += dt;
+        t->thread_ns += dt;
+        pthread_mutex_unlock(&t->mu);
+        st = h2d_from_slot(t, s, it, issued);
+        if (st) return st;
+    }
+    return retire_all(t, res);
+}
+
+/* ---- threaded ----------------------------------------------------------------------------------- */
+
+/* The loading thread hands blobs to idle slots (their pieces to the copy threads), enqueues each H2D as
+ * soon as a slot's pieces are all in, and refills a slot only after its copy's event has completed. */
+static int load_threaded(hz_transactor *t, const hz_txn_item *items, uint32_t n, hz_txn_result *res,
+                         uint32_t *issued) {
+    int st = HZ_OK;
+    uint32_t next = 0, enqueued = 0;
+    pthread_mutex_lock(&t->mu);
+    t->cur_items = items;
+    t->fail_set = 0;
+    while (st == HZ_OK) {
+        txn_slot *s = t->staged_head;
+        if (s) {
+            /* Staged blobs go first: the copy queue should never wait for the bookkeeping below. */
+            t->staged_head = s->next;
+            if (!t->staged_head) t->staged_tail = NULL;
+            s->next = NULL;
+            if (s->status) {
+                st = s->status;
+                set_state_locked(t, s, SLOT_IDLE);
+                hz_error(st, "%s", t->fail_set ? t->fail_msg : "transactor: a staging copy failed");
+                break;
+            }
+            pthread_mutex_unlock(&t->mu);
+            st = h2d_from_slot(t, s, &items[s->item], issued);
+            pthread_mutex_lock(&t->mu);
+            if (st == HZ_OK) enqueued++;
+            continue;
+        }
+        if (enqueued == n) break;
+        int handed = 0;
+        for (uint32_t k = 0; k < t->nslots && next < n; k++) {
+            txn_slot *f = &t->slots[k];
+            if (f->state != SLOT_IDLE) continue;
+            const hz_txn_item *it = &items[next];
+            const uint8_t *blob = hz_backing_expert_blob(t->backing, it->layer, it->expert);
+            if (!blob) {
+                st = hz_error(HZ_ERANGE, "transactor: no blob for layer %u expert %u", it->layer, it->expert);
+                break;
+            }
+            f->src = blob;
+            f->item = next++;
+            f->claimed = f->done = 0;
+            f->status = HZ_OK;
+            f->next = NULL;
+            set_state_locked(t, f, SLOT_FILLING);
+            t->filling++;
+            if (t->work_tail) t->work_tail->next = f;
+            else t->work_head = f;
+            t->work_tail = f;
+            handed = 1;
+        }
+        if (handed) pthread_cond_broadcast(&t->work_cv);
+        if (st != HZ_OK || handed) continue;
+        if (t->filling) {
+            pthread_cond_wait(&t->done_cv, &t->mu);
+            continue;
+        }
+        /* Every slot feeds a copy: wait for the oldest. */
+        txn_slot *oldest = NULL;
+        for (uint32_t k = 0; k < t->nslots; k++)
+            if (t->slots[k].state == SLOT_COPYING && (!oldest || t->slots[k].seq < oldest->seq))
+                oldest = &t->slots[k];
+        if (!oldest) {
+            st = hz_error(HZ_ESTATE, "transactor: no staging slot is idle, filling or copying");
+            break;
+        }
+        pthread_mutex_unlock(&t->mu);
+        st = retire_slot(t, oldest, (uint32_t)(oldest - t->slots));
+        pthread_mutex_lock(&t->mu);
+        if (st == HZ_OK) res->copies_done++;
+    }
+    if (st != HZ_OK) {
+        /* No thread may still write a staging buffer (or read `items`) once we return: skip unclaimed
+         * pieces, wait for claimed ones, and drop fills nobody will send. */
+        t->abort = 1;
+        while (t->filling) pthread_cond_wait(&t->done_cv, &t->mu);
+        while (t->staged_head) {
+            txn_slot *s = t->staged_head;
+            t->staged_head = s->next;
+            s->next = NULL;
+            set_state_locked(t, s, SLOT_IDLE);
+        }
+        t->staged_tail = NULL;
+        t->abort = 0;
+    }
+    t->cur_items = NULL;
+    pthread_mutex_unlock(&t->mu);
+    if (st != HZ_OK) return st;
+    return retire_all(t, res);
+}
+
+/* ---- registered ----------------------------------------------------------------------------------- */
+
+static int load_registered(hz_transactor *t, const hz_txn_item *items, uint32_t n, hz_txn_result *res,
+                           uint32_t *issued) {
+    hz_backend *be = t->be;
+    for (uint32_t i = 0; i < n; i++) {
+        const hz_txn_item *it = &items[i];
+        const uint8_t *blob = hz_backing_expert_blob(t->backing, it->layer, it->expert);
+        if (!blob) return hz_error(HZ_ERANGE, "transactor: no blob for layer %u expert %u", it->layer, it->expert);
+        int st = hz_backend_copy_h2d(be, HZ_QUEUE_COPY, it->dst, blob, t->row_bytes, HZ_PURPOSE_EXPERT);
+        if (st) return hz_error_prefix(st, "H2D of layer %u expert %u (registered)", it->layer, it->expert);
+        (*issued)++;
+        count_h2d(t);
+    }
+    if (n == 0) return HZ_OK;
+    /* The copy queue is in order: one event after the last copy marks them all. */
+    int st = be->ops->event_record(be, t->group_ev, HZ_QUEUE_COPY);
+    if (st) return hz_error_prefix(st, "recording the completion of %u registered copies", n);
+    st = be->ops->event_wait(be, t->group_ev);
+    if (st) return hz_error_prefix(st, "waiting for %u registered copies", n);
+    res->copies_done = n;
+    return HZ_OK;
+}
+
+/* ---- load ------------------------------------------------------------------------------------- */
 
 int hz_transactor_load(hz_transactor *t, const hz_txn_item *items, uint32_t n, hz_txn_result *res) {
     hz_backend *be = t->be;
     res->drained = 1;
     res->copies_done = 0;
-    int st = HZ_OK;
     uint32_t issued = 0;
-    for (uint32_t i = 0; i < n && !st; i++) {
-        uint32_t si = i % t->nslots;
-        txn_slot *s = &t->slots[si];
-        const hz_txn_item *it = &items[i];
-        /* The slot still feeds the copy issued nslots items ago: refill it only once that copy is done. */
-        st = retire_slot(t, s, si);
-        if (st) break;
-        if (i >= t->nslots) res->copies_done++;
-        const uint8_t *blob = hz_backing_expert_blob(t->backing, it->layer, it->expert);
-        if (!blob) {
-            st = hz_error(HZ_ERANGE, "transactor: no blob for layer %u expert %u", it->layer, it->expert);
-            break;
-        }
-        st = fault_point(t, HZ_TXN_FAULT_STAGING_COPY);
-        if (st) {
-            hz_error(st, "transactor: injected fault in the staging copy of layer %u expert %u", it->layer,
-                     it->expert);
-            break;
-        }
-        memcpy(s->buf, blob, (size_t)t->row_bytes);
-        pthread_mutex_lock(&t->mu);
-        t->staging_copies++;
-        pthread_mutex_unlock(&t->mu);
-
-        st = hz_backend_copy_h2d(be, HZ_QUEUE_COPY, it->dst, s->buf, t->row_bytes, HZ_PURPOSE_EXPERT);
-        if (st) {
-            hz_error_prefix(st, "H2D of layer %u expert %u", it->layer, it->expert);
-            break;
-        }
-        issued++;
-        /* From here the slot is read by the copy until its event completes, even if recording fails. */
-        set_busy(t, s, 1);
-        pthread_mutex_lock(&t->mu);
-        t->h2d_bytes += t->row_bytes;
-        t->h2d_copies++;
-        pthread_mutex_unlock(&t->mu);
-        st = be->ops->event_record(be, s->ev, HZ_QUEUE_COPY);
-        if (st) {
-            hz_error_prefix(st, "recording the completion of layer %u expert %u", it->layer, it->expert);
-            break;
-        }
+    int st;
+    switch (t->transport) {
+    case HZ_TXN_THREADED: st = load_threaded(t, items, n, res, &issued); break;
+    case HZ_TXN_REGISTERED: st = load_registered(t, items, n, res, &issued); break;
+    default: st = load_serial(t, items, n, res, &issued); break;
     }
-    if (st == HZ_OK) {
-        for (uint32_t k = 0; k < t->nslots && !st; k++) {
-            if (!t->slots[k].busy) continue;
-            st = retire_slot(t, &t->slots[k], k);
-            if (!st) res->copies_done++;
-        }
-        if (st == HZ_OK) return HZ_OK;
-    }
-    /* Failure: some copies may still be queued or running. Drain the copy queue so that neither the
-     * staging slots nor the destination rows are touched after we return; if even that fails, say so. */
-    if (issued > 0 || t->busy > 0) {
+    if (st == HZ_OK) return HZ_OK;
+    /* Failure: no host copy runs any more (the threaded loader waited for its threads), but copies may
+     * still be queued or running. Drain the copy queue so that neither the staging slots nor the
+     * destination rows are touched after we return; if even that fails, say so. */
+    pthread_mutex_lock(&t->mu);
+    uint32_t busy = t->busy;
+    pthread_mutex_unlock(&t->mu);
+    if (issued > 0 || busy > 0) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", hz_last_error_message());
         int ds = be->ops->queue_sync(be, HZ_QUEUE_COPY);
@@ -185,7 +582,7 @@ int hz_transactor_load(hz_transactor *t, const hz_txn_item *items, uint32_t n, h
             hz_error(st, "%s; draining the copy queue afterwards also failed: %s", msg, hz_last_error_message());
             return st;
         }
-        for (uint32_t k = 0; k < t->nslots; k++) set_busy(t, &t->slots[k], 0);
+        for (uint32_t k = 0; k < t->nslots; k++) set_state(t, &t->slots[k], SLOT_IDLE);
         hz_error(st, "%s", msg);
     }
     return st;
@@ -193,6 +590,8 @@ int hz_transactor_load(hz_transactor *t, const hz_txn_item *items, uint32_t n, h
 
 void hz_transactor_stats(hz_transactor *t, hz_txn_stats *out) {
     pthread_mutex_lock(&t->mu);
+    out->transport = t->transport;
+    out->threads = t->transport == HZ_TXN_THREADED ? t->nthreads : t->transport == HZ_TXN_SERIAL ? 1u : 0u;
     out->slots = t->nslots;
     out->slots_busy = t->busy;
     out->staging_bytes = (uint64_t)t->nslots * t->row_bytes;
@@ -200,6 +599,21 @@ void hz_transactor_stats(hz_transactor *t, hz_txn_stats *out) {
     out->h2d_bytes = t->h2d_bytes;
     out->h2d_copies = t->h2d_copies;
     out->staging_copies = t->staging_copies;
+    out->staging_chunks = t->staging_chunks;
+    out->staging_copy_bytes = t->copy_bytes;
+    out->staging_copy_ns = t->copy_ns;
+    out->staging_thread_ns = t->thread_ns;
+    out->registered_bytes = t->reg_bytes;
+    uint32_t pending = t->filling;
+    for (txn_slot *s = t->staged_head; s; s = s->next) pending++;
+    out->fills_pending = pending;
+    pthread_mutex_unlock(&t->mu);
+}
+
+void hz_transactor_set_copy_delay(hz_transactor *t, uint32_t usec) {
+    if (!t) return;
+    pthread_mutex_lock(&t->mu);
+    t->copy_delay_us = usec;
     pthread_mutex_unlock(&t->mu);
 }
 

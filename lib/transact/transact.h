@@ -1,9 +1,16 @@
-/* lib/transact: the miss transactor (DESIGN.md 4.5), transport "serial" (version 1).
+/* lib/transact: the miss transactor (DESIGN.md 4.5) and its transports (doc/cache-contract.md).
  *
- * It moves expert blobs backing -> pinned staging (host memcpy) -> device row (async H2D on the copy
- * queue) through a ring of staging slots, each guarded by the completion event of the last copy that
- * read it: a slot is refilled only after that event has completed. It knows nothing of generations;
- * the cache reserves the destination rows, calls hz_transactor_load, and publishes afterwards. */
+ * It moves expert blobs into reserved device rows and returns once every copy has completed; it knows
+ * nothing of generations: the cache reserves the destination rows, calls hz_transactor_load, and
+ * publishes afterwards. Three transports, chosen at creation:
+ *  - serial: backing -> pinned staging (host memcpy on the calling thread) -> row (async H2D on the copy
+ *    queue) through a ring of staging slots, each guarded by the completion event of the last copy that
+ *    read it: a slot is refilled only after that event has completed.
+ *  - threaded: the same ring, but the host copies run on a pool of threads owned by the transactor,
+ *    each blob split into chunks copied in parallel; an item's H2D is enqueued by the calling thread as
+ *    soon as all of its chunks are in staging (in completion order, not item order).
+ *  - registered: the backing's routed region is registered with the backend for direct DMA once, at
+ *    creation; H2D copies read the backing itself. No staging slot exists. */
 #ifndef HZ_TRANSACT_H
 #define HZ_TRANSACT_H
 
@@ -30,30 +37,64 @@ typedef struct hz_txn_result {
 /* Test-only fault points of the transactor itself (the backend's calls are faulted through the
  * fault-injecting backend). */
 typedef enum hz_txn_fault {
-    HZ_TXN_FAULT_STAGING_COPY = 0, /* the host copy backing -> staging */
+    HZ_TXN_FAULT_STAGING_COPY = 0, /* one host copy backing -> staging (a whole blob in serial, one chunk
+                                      in threaded); counted and failed on whichever thread runs it */
     HZ_TXN_FAULT_COUNT
 } hz_txn_fault;
 
-/* `slots` staging buffers of `row_bytes` each, in pinned memory, plus one event per slot. */
-int hz_transactor_create(hz_backend *be, const hz_host_backing *backing, uint64_t row_bytes, uint32_t slots,
-                         hz_transactor **out);
-/* Waits for copies in flight, then frees. NULL allowed. */
+/* Values of hz_transport (include/horizon/horizon.h). */
+enum { HZ_TXN_SERIAL = 0, HZ_TXN_THREADED = 1, HZ_TXN_REGISTERED = 2, HZ_TXN_TRANSPORT_COUNT = 3 };
+
+typedef struct hz_txn_config {
+    int transport;        /* HZ_TXN_* */
+    uint32_t slots;       /* staging slots of row_bytes (serial, threaded; ignored by registered) */
+    uint32_t threads;     /* threaded: copy threads (>= 1) */
+    uint64_t chunk_bytes; /* threaded: smallest piece one thread copies; 0 = 256 KiB */
+} hz_txn_config;
+
+/* Serial and threaded: `slots` staging buffers of `row_bytes` each in one pinned allocation, one event
+ * per slot; threaded also starts its threads (failure to start one fails creation). Registered:
+ * host_register of the backing's routed region (read-only), one event. */
+int hz_transactor_create(hz_backend *be, const hz_host_backing *backing, uint64_t row_bytes,
+                         const hz_txn_config *cfg, hz_transactor **out);
+/* Waits for copies in flight, stops the threads, unregisters, then frees. NULL allowed. */
 void hz_transactor_destroy(hz_transactor *t);
 
 /* Copies every item's blob into its row and returns once all copies have completed (HZ_OK) or one step
- * failed (its status; the message names the step and the expert). Serialized by the caller. */
+ * failed (its status; the message names the step and the expert). On failure no host copy of this call
+ * is still running and (when res->drained) no H2D either. Serialized by the caller. */
 int hz_transactor_load(hz_transactor *t, const hz_txn_item *items, uint32_t n, hz_txn_result *res);
 
 typedef struct hz_txn_stats {
+    int transport;                /* HZ_TXN_* */
+    uint32_t threads;             /* copy threads (threaded), 1 (serial: the caller), 0 (registered) */
     uint32_t slots;
-    uint32_t slots_busy;          /* slots whose last copy has not been seen complete */
+    uint32_t slots_busy;          /* slots being filled or whose last copy has not been seen complete */
     uint64_t staging_bytes;       /* slots x row_bytes */
     uint64_t staging_high_water;  /* most bytes of staging in use at once */
     uint64_t h2d_bytes, h2d_copies;
-    uint64_t staging_copies;      /* backing -> staging host copies */
+    uint64_t staging_copies;      /* blobs copied backing -> staging */
+    uint64_t staging_chunks;      /* host copies those took (1 per blob in serial) */
+    uint64_t staging_copy_bytes;  /* bytes copied backing -> staging */
+    uint64_t staging_copy_ns;     /* wall time during which at least one staging copy ran */
+    uint64_t staging_thread_ns;   /* the copies' durations summed over threads */
+    uint64_t registered_bytes;    /* bytes registered for direct DMA (registered), else 0 */
+    uint32_t fills_pending;       /* threaded: blobs handed to the copy threads and not yet taken back by
+                                     the loading thread (0 whenever no load runs) */
 } hz_txn_stats;
 
 void hz_transactor_stats(hz_transactor *t, hz_txn_stats *out);
+
+/* "serial", "threaded", "registered" ("unknown" otherwise). */
+const char *hz_txn_transport_name(int transport);
+
+/* Test support (threaded): split each blob into pieces of at least `bytes` (at most one per thread), so
+ * that small test blobs are copied by several threads too. Call between loads. HZ_EINVAL otherwise. */
+int hz_transactor_set_piece_bytes(hz_transactor *t, uint64_t bytes);
+
+/* Test support: every later staging copy (a blob in serial, a piece in threaded) sleeps `usec` before
+ * copying, as a large blob would take, so that failures meet copies still in flight. 0 = no delay. */
+void hz_transactor_set_copy_delay(hz_transactor *t, uint32_t usec);
 
 /* The `nth` (1 = next) execution of `point` from now fails with `status`. nth = 0 disarms. */
 void hz_transactor_inject(hz_transactor *t, hz_txn_fault point, uint64_t nth, int status);

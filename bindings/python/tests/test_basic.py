@@ -24,6 +24,28 @@ def test_open_layers(artifact):
         assert b.describe()["identity"] == b.identity
 
 
+@pytest.mark.parametrize("transport", ["serial", "threaded", "registered"])
+def test_cache_transports(artifact, transport):
+    """Every transport serves misses with the same tokens; the stats name it."""
+    with horizon.Backing(artifact) as b, horizon.Device("cpu") as d, \
+            horizon.Cache(b, d, capacity=2, transport=transport, staging_threads=2) as c, \
+            horizon.Model(b, d, c) as m, m.session() as s:
+        tokens = list(s.generate([1, 2, 3], max_tokens=6))
+        stats = c.stats()
+        assert stats["transport"] == transport
+        assert stats["expert_d2h_bytes"] == 0
+        if transport == "registered":
+            assert stats["staging_high_water"] == 0 and stats["staging_copy_bytes"] == 0
+        else:
+            assert stats["staging_copy_bytes"] == stats["h2d_bytes"]
+    with horizon.Backing(artifact) as b, horizon.Device("cpu") as d, \
+            horizon.Cache(b, d, capacity=2) as c, horizon.Model(b, d, c) as m, m.session() as s:
+        assert list(s.generate([1, 2, 3], max_tokens=6)) == tokens
+    with horizon.Backing(artifact) as b, horizon.Device("cpu") as d:
+        with pytest.raises(ValueError):
+            horizon.Cache(b, d, transport="bogus")
+
+
 def test_generate_is_greedy_and_repeatable(model):
     with model.session() as s:
         first = list(s.generate([1, 2, 3], max_tokens=8))

@@ -1,7 +1,8 @@
 /* hz-cache-bench: cost of the cache's own bookkeeping on the cpu backend (not a test; figures go to
  * doc/benchmarks.md). Prints ns per all-hit acquire+release (1..8 threads, with and without a consumer
- * event) and the time of miss transactions next to the bare memcpy they cannot avoid. Build a release
- * build for figures: debug builds run the invariant checker after every publication. */
+ * event) and the time of miss transactions, per transport, next to the bare memcpy the serial transport
+ * cannot avoid. Build a release build for figures: debug builds run the invariant checker after every
+ * publication. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,10 @@
 #include "backend/backend.h"
 #include "backing/backing.h"
 #include "cache/cache_internal.h"
+
+static const char *transport_name(int t) {
+    return t == HZ_TRANSPORT_THREADED ? "threaded" : t == HZ_TRANSPORT_REGISTERED ? "registered" : "serial";
+}
 
 static hz_host_backing *make_backing(uint32_t layers, uint32_t experts, uint32_t top_k, uint32_t hidden,
                                      uint32_t inter) {
@@ -107,7 +112,8 @@ static void *miss_loop(void *p) {
     return NULL;
 }
 
-static void bench_misses(const char *label, uint32_t hidden, uint32_t inter, uint32_t k, int threads, uint32_t iters) {
+static void bench_misses(const char *label, uint32_t hidden, uint32_t inter, uint32_t k, int threads, uint32_t iters,
+                         int transport, uint32_t staging_threads) {
     uint32_t layers = 4, experts = 4 * k;
     hz_host_backing *b = make_backing(layers, experts, k, hidden, inter);
     hz_device *d = NULL;
@@ -115,6 +121,8 @@ static void bench_misses(const char *label, uint32_t hidden, uint32_t inter, uin
     hz_cache_options o;
     hz_cache_options_init(&o);
     o.capacity = k; /* each acquire of the other group evicts the whole layer */
+    o.transport = transport;
+    o.staging_threads = staging_threads;
     hz_cache *c = NULL;
     check(hz_cache_create(b, d, &o, &c), "cache");
     uint64_t row = hz_backing_expert_layout(b)->blob_bytes;
@@ -143,8 +151,17 @@ static void bench_misses(const char *label, uint32_t hidden, uint32_t inter, uin
     double dt = hz_now_seconds() - t0;
     double per_txn_us = dt * 1e6 / ((double)iters * threads);
     double floor_us = copy_us * k;
-    printf("| %-30s | %7llu | %2u | %2d | %10.1f | %10.1f | %10.1f |\n", label, (unsigned long long)row, k, threads,
-           per_txn_us, floor_us, per_txn_us - floor_us);
+    /* Staging rate over the whole run (initial fill included): bytes over the wall time in which at
+     * least one staging copy ran. */
+    hz_txn_stats ts;
+    hz_transactor_stats(hz_cache_transactor(c), &ts);
+    char rate[32] = "-";
+    if (ts.staging_copy_ns) snprintf(rate, sizeof rate, "%.1f", (double)ts.staging_copy_bytes / (double)ts.staging_copy_ns);
+    char tname[32];
+    snprintf(tname, sizeof tname, "%s%s", transport_name(transport),
+             transport == HZ_TRANSPORT_THREADED ? (staging_threads == 1 ? " x1" : staging_threads == 2 ? " x2" : " x4") : "");
+    printf("| %-31s | %-11s | %7llu | %2u | %2d | %9.1f | %9.1f | %9.1f | %6s |\n", label, tname,
+           (unsigned long long)row, k, threads, per_txn_us, floor_us, per_txn_us - floor_us, rate);
     check(hz_cache_destroy(c), "destroy");
     check(hz_device_close(d), "close");
     check(hz_host_backing_close(b), "backing close");
@@ -172,15 +189,25 @@ int main(int argc, char **argv) {
     check(hz_device_close(d), "close");
     check(hz_host_backing_close(b), "backing close");
 
-    printf("\nMiss transactions (every acquire misses k experts; serialized), wall us per acquire:\n\n");
-    printf("| %-30s | %7s | %2s | %2s | %10s | %10s | %10s |\n", "blob", "bytes", "k", "th", "txn (us)",
-           "2 memcpy", "overhead");
-    printf("|---|---|---|---|---|---|---|\n");
+    printf("\nMiss transactions (every acquire misses k experts; transactions serialized), wall us per acquire;\n"
+           "'2 memcpy' is the serial transport's unavoidable work (backing -> staging -> row), staging GB/s the\n"
+           "transactor's own figure (threaded xN: N copy threads):\n\n");
+    printf("| %-31s | %-11s | %7s | %2s | %2s | %9s | %9s | %9s | %6s |\n", "blob", "transport", "bytes", "k", "th",
+           "txn (us)", "2 memcpy", "overhead", "stg GB/s");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
     uint32_t miters = iters / 100 > 50 ? iters / 100 : 50;
-    bench_misses("small (hidden 256, inter 128)", 256, 128, 1, 1, miters * 4);
-    bench_misses("small (hidden 256, inter 128)", 256, 128, 8, 1, miters);
-    bench_misses("small (hidden 256, inter 128)", 256, 128, 8, 4, miters / 4);
-    bench_misses("OLMoE (hidden 2048, inter 1024)", 2048, 1024, 8, 1, miters / 10);
-    bench_misses("OLMoE (hidden 2048, inter 1024)", 2048, 1024, 8, 4, miters / 40);
+    const int transports[] = {HZ_TRANSPORT_SERIAL, HZ_TRANSPORT_THREADED, HZ_TRANSPORT_REGISTERED};
+    for (int i = 0; i < 3; i++) {
+        int t = transports[i];
+        uint32_t st = t == HZ_TRANSPORT_THREADED ? 2 : 0;
+        bench_misses("small (hidden 256, inter 128)", 256, 128, 1, 1, miters * 4, t, st);
+        bench_misses("small (hidden 256, inter 128)", 256, 128, 8, 1, miters, t, st);
+        bench_misses("small (hidden 256, inter 128)", 256, 128, 8, 4, miters / 4, t, st);
+        bench_misses("OLMoE (hidden 2048, inter 1024)", 2048, 1024, 8, 1, miters / 10, t, st);
+        bench_misses("OLMoE (hidden 2048, inter 1024)", 2048, 1024, 8, 4, miters / 40, t, st);
+    }
+    /* the threaded transport's scaling with its thread count on the large blob */
+    bench_misses("OLMoE (hidden 2048, inter 1024)", 2048, 1024, 8, 1, miters / 10, HZ_TRANSPORT_THREADED, 1);
+    bench_misses("OLMoE (hidden 2048, inter 1024)", 2048, 1024, 8, 1, miters / 10, HZ_TRANSPORT_THREADED, 4);
     return 0;
 }

@@ -114,6 +114,38 @@ static inline void tu_check_rows(const hz_host_backing *b, hz_generation *lease,
     }
 }
 
+/* Every cache scenario runs once per transport. The cmocka initial state of a test is a pointer into
+ * this array. */
+static const int tu_transports[3] = {HZ_TRANSPORT_SERIAL, HZ_TRANSPORT_THREADED, HZ_TRANSPORT_REGISTERED};
+
+static inline const char *tu_transport_name(int transport) {
+    return transport == HZ_TRANSPORT_THREADED ? "threaded" : transport == HZ_TRANSPORT_REGISTERED ? "registered" : "serial";
+}
+
+/* Default options for `transport`; the threaded one runs 3 copy threads (more than the sandbox's cores,
+ * so pieces of one blob really are copied concurrently and out of order). */
+static inline void tu_options(hz_cache_options *o, int transport) {
+    hz_cache_options_init(o);
+    o->transport = transport;
+    if (transport == HZ_TRANSPORT_THREADED) o->staging_threads = 3;
+}
+
+/* Right after hz_cache_create: a threaded cache splits even the tests' small blobs into one piece per
+ * thread (production pieces are at least 256 KiB). Generation 1 was loaded with whole blobs. */
+static inline void tu_after_create(hz_cache *c) {
+    hz_transactor *t = hz_cache_transactor(c);
+    hz_txn_stats ts;
+    hz_transactor_stats(t, &ts);
+    if (ts.transport == HZ_TXN_THREADED) assert_int_equal(hz_transactor_set_piece_bytes(t, 1024), HZ_OK);
+}
+
+#define TU_TRANSPORT_TEST_(fn, setup, teardown, i, name)                                               \
+    { #fn " [" name "]", fn, setup, teardown, (void *)&tu_transports[i] }
+/* Three cmocka entries: `fn` with each transport as its initial state. */
+#define TU_TRANSPORT_TESTS(fn, setup, teardown)                                                        \
+    TU_TRANSPORT_TEST_(fn, setup, teardown, 0, "serial"), TU_TRANSPORT_TEST_(fn, setup, teardown, 1, "threaded"), \
+        TU_TRANSPORT_TEST_(fn, setup, teardown, 2, "registered")
+
 static inline void tu_check_invariants(hz_cache *c) {
     char why[256] = "";
     int st = hz_cache_check_invariants(c, 1, why, sizeof why);

@@ -10,18 +10,22 @@ typedef struct fixture {
     hz_device *d;
     hz_cache *c;
     uint64_t hash0;
+    int transport;
 } fixture;
 
-/* 3 layers, 16 experts, top-4; capacity 4, default spares (4) and staging (2 blobs). */
+/* 3 layers, 16 experts, top-4; capacity 4, default spares (4) and staging (2 blobs); the transport
+ * comes from the test's initial state (TU_TRANSPORT_TESTS). */
 static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
+    f->transport = *(const int *)*state;
     f->b = tu_backing(3, 16, 4, 11);
     f->hash0 = tu_routed_hash(f->b);
     assert_int_equal(hz_device_open("cpu", &f->d), HZ_OK);
     hz_cache_options o;
-    hz_cache_options_init(&o);
+    tu_options(&o, f->transport);
     o.capacity = 4;
     assert_int_equal(hz_cache_create(f->b, f->d, &o, &f->c), HZ_OK);
+    tu_after_create(f->c);
     *state = f;
     return 0;
 }
@@ -184,15 +188,16 @@ static void test_waits_for_other_thread_lease(void **state) {
 }
 
 static void test_multi_round_group(void **state) {
-    (void)state;
+    int transport = *(const int *)*state;
     hz_host_backing *b = tu_backing(2, 24, 2, 5);
     hz_device *d = NULL;
     assert_int_equal(hz_device_open("cpu", &d), HZ_OK);
     hz_cache_options o;
-    hz_cache_options_init(&o);
+    tu_options(&o, transport);
     o.capacity = 8; /* spare rows default to top-k = 2 */
     hz_cache *c = NULL;
     assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+    tu_after_create(c);
     assert_int_equal(tu_stat(c, "spare_rows"), 2);
     uint32_t limit = 0;
     assert_int_equal(hz_cache_group_limit(c, &limit), HZ_OK);
@@ -363,6 +368,28 @@ static void test_create_errors(void **state) {
     hz_cache_options_init(&o);
     o.eviction = 7;
     assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_EUNSUPPORTED);
+
+    /* transports: unknown values are refused, as before the new ones existed */
+    const int32_t bad_transports[] = {3, -1, 1000};
+    for (size_t i = 0; i < sizeof bad_transports / sizeof *bad_transports; i++) {
+        hz_cache_options_init(&o);
+        o.transport = bad_transports[i];
+        assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_EUNSUPPORTED);
+        assert_null(c);
+        assert_non_null(strstr(hz_last_error_message(), "transport"));
+    }
+    hz_cache_options_init(&o);
+    o.transport = HZ_TRANSPORT_THREADED;
+    o.staging_threads = 257;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_EINVAL);
+    assert_non_null(strstr(hz_last_error_message(), "staging_threads"));
+    /* the registered transport has no staging, so a staging size below one blob does not matter */
+    hz_cache_options_init(&o);
+    o.transport = HZ_TRANSPORT_REGISTERED;
+    o.staging_bytes = 1;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+    assert_int_equal(hz_cache_destroy(c), HZ_OK);
+    c = (hz_cache *)0x1;
     assert_int_equal(hz_cache_create(NULL, d, NULL, &c), HZ_EINVAL);
     assert_int_equal(hz_cache_create(b, NULL, NULL, &c), HZ_EINVAL);
 
@@ -372,14 +399,14 @@ static void test_create_errors(void **state) {
 }
 
 static void test_caller_placement_and_defaults(void **state) {
-    (void)state;
+    int transport = *(const int *)*state;
     hz_host_backing *b = tu_backing(2, 8, 2, 4);
     hz_device *d = NULL;
     assert_int_equal(hz_device_open("auto", &d), HZ_OK); /* no CUDA here: falls back to cpu */
     assert_string_equal(hz_device_name(d), "cpu");
     uint32_t place[6] = {7, 5, 3, 0, 1, 6};
     hz_cache_options o;
-    hz_cache_options_init(&o);
+    tu_options(&o, transport);
     o.capacity = 3;
     o.initial_placement = place;
     o.initial_placement_count = 6;
@@ -394,11 +421,12 @@ static void test_caller_placement_and_defaults(void **state) {
     assert_int_equal(hz_generation_id(l), 1);
     tu_check_rows(b, l, place + 3, 3);
     assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
-    assert_int_equal(tu_stat(c, "staging_bytes"), 2 * tu_row_bytes(b));
+    /* registered: no staging at all */
+    assert_int_equal(tu_stat(c, "staging_bytes"), transport == HZ_TRANSPORT_REGISTERED ? 0 : 2 * tu_row_bytes(b));
     assert_int_equal(hz_cache_destroy(c), HZ_OK);
 
     /* capacity 0 = every expert resident; nothing ever misses */
-    hz_cache_options_init(&o);
+    tu_options(&o, transport);
     assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
     assert_int_equal(tu_stat(c, "capacity"), 8);
     uint32_t all[8] = {7, 6, 5, 4, 3, 2, 1, 0};
@@ -434,7 +462,19 @@ static void test_stats_json_fields(void **state) {
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "invariant_checker")));
     cJSON_Delete(j);
     hz_free(s);
-    assert_int_equal(tu_stat(f->c, "staging_high_water"), 2 * tu_row_bytes(f->b));
+    /* the initial fill kept both staging slots in use; registered has none */
+    assert_int_equal(tu_stat(f->c, "staging_high_water"),
+                     f->transport == HZ_TRANSPORT_REGISTERED ? 0 : 2 * tu_row_bytes(f->b));
+    char name[32];
+    tu_stat_str(f->c, "transport", name, sizeof name);
+    assert_string_equal(name, tu_transport_name(f->transport));
+    if (f->transport == HZ_TRANSPORT_REGISTERED) {
+        assert_int_equal(tu_stat(f->c, "staging_copy_bytes"), 0);
+        assert_true(tu_stat(f->c, "staging_gbps") < 0); /* null: nothing was copied, no invented rate */
+    } else {
+        assert_int_equal(tu_stat(f->c, "staging_copy_bytes"), 12 * tu_row_bytes(f->b));
+        assert_true(tu_stat(f->c, "staging_gbps") > 0);
+    }
 
     assert_int_equal(hz_device_describe_json(f->d, &s), HZ_OK);
     j = cJSON_Parse(s);
@@ -554,20 +594,106 @@ static void test_fault_backend_counts(void **state) {
     assert_int_equal(hz_device_close(d), HZ_OK);
 }
 
+/* Registered: misses are copied straight from the backing; no staging is allocated, none is used, no
+ * staging copy is made, and no expert byte travels device -> host. */
+static void test_registered_no_staging(void **state) {
+    (void)state;
+    hz_host_backing *b = tu_backing(2, 16, 4, 13);
+    uint64_t hash0 = tu_routed_hash(b);
+    hz_device *d = NULL;
+    assert_int_equal(hz_device_open("cpu", &d), HZ_OK);
+    assert_int_equal(hz_backend_cpu_set_copy_delay(d->be, 500), HZ_OK);
+    hz_cache_options o;
+    tu_options(&o, HZ_TRANSPORT_REGISTERED);
+    o.capacity = 4;
+    hz_cache *c = NULL;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+    uint64_t region = 0;
+    assert_non_null(hz_backing_routed_region(b, &region));
+    assert_int_equal(tu_stat(c, "registered_bytes"), region);
+    for (uint32_t round = 0; round < 4; round++) {
+        uint32_t g[4] = {4 * round, 4 * round + 1, 4 * round + 2, 4 * round + 3};
+        hz_generation *l = NULL;
+        assert_int_equal(hz_generation_acquire(c, round % 2, g, 4, &l), HZ_OK);
+        tu_check_rows(b, l, g, 4);
+        assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    }
+    char name[32];
+    tu_stat_str(c, "transport", name, sizeof name);
+    assert_string_equal(name, "registered");
+    assert_int_equal(tu_stat(c, "misses"), 12); /* round 0 of layer 0 hit: experts 0..3 are resident */
+    assert_int_equal(tu_stat(c, "h2d_copies"), 8 + 12);
+    assert_int_equal(tu_stat(c, "h2d_bytes"), 20 * tu_row_bytes(b));
+    assert_int_equal(tu_stat(c, "staging_bytes"), 0);
+    assert_int_equal(tu_stat(c, "staging_slots"), 0);
+    assert_int_equal(tu_stat(c, "staging_high_water"), 0);
+    assert_int_equal(tu_stat(c, "staging_copies"), 0);
+    assert_int_equal(tu_stat(c, "staging_copy_bytes"), 0);
+    assert_int_equal(tu_stat(c, "staging_threads"), 0);
+    assert_int_equal(tu_stat(c, "expert_d2h_bytes"), 0);
+    tu_check_invariants(c);
+    assert_int_equal(hz_cache_destroy(c), HZ_OK);
+    assert_int_equal(hz_device_close(d), HZ_OK);
+    assert_int_equal(tu_routed_hash(b), hash0);
+    assert_int_equal(hz_host_backing_close(b), HZ_OK);
+}
+
+/* Threaded: every blob is split into one piece per thread, the pieces land in staging, every byte is
+ * counted once, and the rows hold the backing's bytes. */
+static void test_threaded_pieces(void **state) {
+    (void)state;
+    hz_host_backing *b = tu_backing(2, 16, 4, 17);
+    hz_device *d = NULL;
+    assert_int_equal(hz_device_open("cpu", &d), HZ_OK);
+    hz_cache_options o;
+    tu_options(&o, HZ_TRANSPORT_THREADED);
+    o.capacity = 4;
+    o.staging_threads = 4;
+    o.staging_bytes = 3 * tu_row_bytes(b); /* an odd slot count: slots are reused out of step with items */
+    hz_cache *c = NULL;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+    assert_int_equal(tu_stat(c, "staging_threads"), 4);
+    /* the initial fill used whole blobs (8 of them, 50 KB < one 256 KiB piece) */
+    assert_int_equal(tu_stat(c, "staging_chunks"), 8);
+    assert_int_equal(hz_transactor_set_piece_bytes(hz_cache_transactor(c), 1024), HZ_OK);
+    assert_int_equal(hz_backend_cpu_set_copy_delay(d->be, 300), HZ_OK);
+    for (uint32_t round = 1; round < 4; round++) {
+        uint32_t g[4] = {4 * round, 4 * round + 1, 4 * round + 2, 4 * round + 3};
+        hz_generation *l = NULL;
+        assert_int_equal(hz_generation_acquire(c, round % 2, g, 4, &l), HZ_OK);
+        tu_check_rows(b, l, g, 4);
+        assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    }
+    assert_int_equal(tu_stat(c, "staging_copies"), 8 + 12);
+    assert_int_equal(tu_stat(c, "staging_chunks"), 8 + 12 * 4);
+    assert_int_equal(tu_stat(c, "staging_copy_bytes"), 20 * tu_row_bytes(b));
+    assert_int_equal(tu_stat(c, "h2d_copies"), 20);
+    assert_true(tu_stat(c, "staging_high_water") <= 3 * tu_row_bytes(b));
+    assert_true(tu_stat(c, "staging_gbps") > 0);
+    assert_int_equal(tu_stat(c, "staging_slots_busy"), 0);
+    assert_int_equal(tu_stat(c, "expert_d2h_bytes"), 0);
+    tu_check_invariants(c);
+    assert_int_equal(hz_cache_destroy(c), HZ_OK);
+    assert_int_equal(hz_device_close(d), HZ_OK);
+    assert_int_equal(hz_host_backing_close(b), HZ_OK);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_initial_placement_canonical, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_miss_publishes_new_generation, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lease_pins_old_generation, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_self_pinned_spares_report_capacity, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_waits_for_other_thread_lease, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lru_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_destroy_busy, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stats_json_fields, setup, teardown),
-        cmocka_unit_test(test_multi_round_group),
+        TU_TRANSPORT_TESTS(test_initial_placement_canonical, setup, teardown),
+        TU_TRANSPORT_TESTS(test_miss_publishes_new_generation, setup, teardown),
+        TU_TRANSPORT_TESTS(test_lease_pins_old_generation, setup, teardown),
+        TU_TRANSPORT_TESTS(test_self_pinned_spares_report_capacity, setup, teardown),
+        TU_TRANSPORT_TESTS(test_waits_for_other_thread_lease, setup, teardown),
+        TU_TRANSPORT_TESTS(test_lru_order, setup, teardown),
+        TU_TRANSPORT_TESTS(test_bad_input, setup, teardown),
+        TU_TRANSPORT_TESTS(test_destroy_busy, setup, teardown),
+        TU_TRANSPORT_TESTS(test_stats_json_fields, setup, teardown),
+        TU_TRANSPORT_TESTS(test_multi_round_group, NULL, NULL),
+        TU_TRANSPORT_TESTS(test_caller_placement_and_defaults, NULL, NULL),
         cmocka_unit_test(test_create_errors),
-        cmocka_unit_test(test_caller_placement_and_defaults),
+        cmocka_unit_test(test_registered_no_staging),
+        cmocka_unit_test(test_threaded_pieces),
         cmocka_unit_test(test_device_names),
         cmocka_unit_test(test_cpu_backend_events),
         cmocka_unit_test(test_fault_backend_counts),

@@ -1,6 +1,7 @@
-/* Injected faults on every step of the miss path. Before publication: an error, the previous generation
- * still authoritative, every row and staging slot recovered, and a retry that works. After publication
- * (or when a failed transfer cannot be drained): FAULTED, and HZ_EFAULTED from then on. */
+/* Injected faults on every step of the miss path, for every transport. Before publication: an error,
+ * the previous generation still authoritative, every row and staging slot recovered, and a retry that
+ * works. After publication (or when a failed transfer cannot be drained): FAULTED, and HZ_EFAULTED from
+ * then on. */
 #include "cache_test_util.h"
 
 typedef struct fx {
@@ -9,20 +10,30 @@ typedef struct fx {
     hz_backend *fb;
     hz_device *d;
     hz_cache *c;
+    int transport;
 } fx;
 
+/* Which call of an operation a 4-miss group makes at a given step. Serial and threaded: one event
+ * record per copy; waits = reuse of slot 0, reuse of slot 1, then the two final ones (the threaded
+ * loader waits for a slot only when nothing is being staged, so the order is the same). Registered:
+ * one record and one wait for the whole group. */
+static uint64_t nth_second_record(const fx *f) { return f->transport == HZ_TRANSPORT_REGISTERED ? 1 : 2; }
+static uint64_t nth_last_wait(const fx *f) { return f->transport == HZ_TRANSPORT_REGISTERED ? 1 : 4; }
+
 /* 2 layers, 16 experts, top-4: capacity 4, 4 spare rows, 2 staging slots (so a 4-miss group reuses
- * each slot once, after waiting for its event). */
+ * each slot once, after waiting for its event); threaded: 3 threads, 3 pieces per blob. */
 static int setup(void **state) {
     fx *f = calloc(1, sizeof *f);
+    f->transport = *(const int *)*state;
     f->b = tu_backing(2, 16, 4, 21);
     f->hash0 = tu_routed_hash(f->b);
     f->d = tu_fault_device(&f->fb);
     hz_cache_options o;
-    hz_cache_options_init(&o);
+    tu_options(&o, f->transport);
     o.capacity = 4;
     assert_int_equal(hz_cache_create(f->b, f->d, &o, &f->c), HZ_OK);
-    assert_int_equal(tu_stat(f->c, "staging_slots"), 2);
+    tu_after_create(f->c);
+    assert_int_equal(tu_stat(f->c, "staging_slots"), f->transport == HZ_TRANSPORT_REGISTERED ? 0 : 2);
     *state = f;
     return 0;
 }
@@ -58,6 +69,7 @@ static void expect_recovered(fx *f, int st, int expected_status) {
     assert_int_equal(tu_stat(f->c, "staging_slots_busy"), 0);
     assert_int_equal(tu_stat(f->c, "leases_active"), 0);
     assert_int_equal(tu_stat(f->c, "generations_live"), 1);
+    if (f->transport == HZ_TRANSPORT_REGISTERED) assert_int_equal(tu_stat(f->c, "staging_high_water"), 0);
     tu_check_invariants(f->c);
     /* the previous generation serves the old experts, bytes intact */
     hz_generation *l = NULL;
@@ -89,11 +101,56 @@ static void expect_faulted(fx *f) {
 
 static void test_staging_copy_fails(void **state) {
     fx *f = *state;
+    /* serial: the third blob; threaded: the third piece (the first blob's last) */
     hz_transactor_inject(hz_cache_transactor(f->c), HZ_TXN_FAULT_STAGING_COPY, 3, HZ_EIO);
     hz_generation *l = NULL;
     int st = hz_generation_acquire(f->c, 0, k_new, 4, &l);
     assert_null(l);
     assert_non_null(strstr(hz_last_error_message(), "staging copy"));
+    expect_recovered(f, st, HZ_EIO);
+}
+
+/* Threaded with a slot per blob: all four blobs are handed out at once and a piece of the first fails
+ * while the other three are still being copied: the loader must take every fill back from the threads
+ * before it returns (else their pieces would land in slots the retry reuses). */
+static void test_threaded_piece_fails_others_in_flight(void **state) {
+    (void)state;
+    fx *f = calloc(1, sizeof *f);
+    f->transport = HZ_TRANSPORT_THREADED;
+    f->b = tu_backing(2, 16, 4, 23);
+    f->hash0 = tu_routed_hash(f->b);
+    f->d = tu_fault_device(&f->fb);
+    hz_cache_options o;
+    tu_options(&o, HZ_TRANSPORT_THREADED);
+    o.capacity = 4;
+    o.staging_bytes = 4 * tu_row_bytes(f->b);
+    assert_int_equal(hz_cache_create(f->b, f->d, &o, &f->c), HZ_OK);
+    /* one piece per thread (3) for each blob, each taking 3 ms: when the first blob's second piece
+     * fails, pieces of the other blobs are being copied and more wait in the queue */
+    assert_int_equal(hz_transactor_set_piece_bytes(hz_cache_transactor(f->c), 64), HZ_OK);
+    hz_transactor_set_copy_delay(hz_cache_transactor(f->c), 3000);
+    hz_transactor_inject(hz_cache_transactor(f->c), HZ_TXN_FAULT_STAGING_COPY, 2, HZ_EIO);
+    hz_generation *l = NULL;
+    int st = hz_generation_acquire(f->c, 0, k_new, 4, &l);
+    assert_null(l);
+    assert_non_null(strstr(hz_last_error_message(), "copy thread"));
+    expect_recovered(f, st, HZ_EIO);
+    *state = f;
+    assert_int_equal(teardown(state), 0);
+}
+
+/* Threaded: a piece of the third blob fails on a copy thread while the first two blobs' H2Ds are
+ * queued and other pieces are in flight: the loader stops handing out pieces, waits for the claimed
+ * ones, drains the copy queue, and reports the thread's failure. */
+static void test_threaded_late_piece_fails(void **state) {
+    fx *f = *state;
+    assert_int_equal(hz_backend_cpu_set_copy_delay(hz_backend_fault_inner(f->fb), 2000), HZ_OK);
+    hz_transactor_inject(hz_cache_transactor(f->c), HZ_TXN_FAULT_STAGING_COPY, 2 * 3 + 2, HZ_EIO);
+    hz_generation *l = NULL;
+    int st = hz_generation_acquire(f->c, 0, k_new, 4, &l);
+    assert_null(l);
+    assert_non_null(strstr(hz_last_error_message(), "copy thread"));
+    assert_true(tu_stat(f->c, "h2d_copies") >= 8 + 2); /* the first two blobs were on their way */
     expect_recovered(f, st, HZ_EIO);
 }
 
@@ -108,7 +165,7 @@ static void test_h2d_enqueue_fails(void **state) {
 
 static void test_event_record_fails(void **state) {
     fx *f = *state;
-    hz_backend_fault_arm(f->fb, HZ_FAULT_EVENT_RECORD, 2, HZ_EDEVICE);
+    hz_backend_fault_arm(f->fb, HZ_FAULT_EVENT_RECORD, nth_second_record(f), HZ_EDEVICE);
     hz_generation *l = NULL;
     int st = hz_generation_acquire(f->c, 0, k_new, 4, &l);
     expect_recovered(f, st, HZ_EDEVICE);
@@ -116,26 +173,27 @@ static void test_event_record_fails(void **state) {
 
 static void test_event_wait_fails(void **state) {
     fx *f = *state;
-    /* the first wait is the reuse of staging slot 0 by the third copy */
+    /* the first wait is the reuse of staging slot 0 by the third copy (registered: the group's wait) */
     hz_backend_fault_arm(f->fb, HZ_FAULT_EVENT_WAIT, 1, HZ_EDEVICE);
     hz_generation *l = NULL;
     int st = hz_generation_acquire(f->c, 0, k_new, 4, &l);
-    assert_non_null(strstr(hz_last_error_message(), "staging slot"));
+    assert_non_null(strstr(hz_last_error_message(),
+                           f->transport == HZ_TRANSPORT_REGISTERED ? "registered copies" : "staging slot"));
     expect_recovered(f, st, HZ_EDEVICE);
 }
 
 static void test_final_event_wait_fails(void **state) {
     fx *f = *state;
     /* waits: slot 0 reuse, slot 1 reuse, final slot 0, final slot 1 (the last one fails) */
-    hz_backend_fault_arm(f->fb, HZ_FAULT_EVENT_WAIT, 4, HZ_EDEVICE);
+    hz_backend_fault_arm(f->fb, HZ_FAULT_EVENT_WAIT, nth_last_wait(f), HZ_EDEVICE);
     hz_generation *l = NULL;
     expect_recovered(f, hz_generation_acquire(f->c, 0, k_new, 4, &l), HZ_EDEVICE);
 }
 
 static void test_transfer_event_reports_error(void **state) {
     fx *f = *state;
-    /* the second copy's event completes with an error: the transfer failed on the device */
-    hz_backend_fault_arm_event_error(f->fb, 2, HZ_EDEVICE);
+    /* the second copy's event (registered: the group's) completes with an error: a transfer failed */
+    hz_backend_fault_arm_event_error(f->fb, nth_second_record(f), HZ_EDEVICE);
     hz_generation *l = NULL;
     int st = hz_generation_acquire(f->c, 0, k_new, 4, &l);
     assert_non_null(strstr(hz_last_error_message(), "injected error"));
@@ -238,20 +296,27 @@ static void test_release_record_fails(void **state) {
 }
 
 static void test_create_fails_cleanly(void **state) {
-    (void)state;
+    int transport = *(const int *)*state;
     hz_host_backing *b = tu_backing(2, 8, 2, 9);
     hz_backend *fb = NULL;
     hz_device *d = tu_fault_device(&fb);
     hz_cache_options o;
-    hz_cache_options_init(&o);
+    tu_options(&o, transport);
     o.capacity = 4;
     hz_cache *c = NULL;
-    const hz_fault_op ops[] = {HZ_FAULT_MEM_ALLOC, HZ_FAULT_PINNED_ALLOC, HZ_FAULT_EVENT_CREATE, HZ_FAULT_COPY_H2D,
-                               HZ_FAULT_EVENT_WAIT};
+    /* registered: no pinned staging to allocate, a registration instead */
+    const hz_fault_op ops[] = {HZ_FAULT_MEM_ALLOC, HZ_FAULT_EVENT_CREATE, HZ_FAULT_COPY_H2D, HZ_FAULT_EVENT_WAIT,
+                               transport == HZ_TRANSPORT_REGISTERED ? HZ_FAULT_HOST_REGISTER : HZ_FAULT_PINNED_ALLOC};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        uint64_t before = hz_backend_fault_fired(fb);
         hz_backend_fault_arm(fb, ops[i], 1, HZ_EDEVICE);
         assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_EDEVICE);
         assert_null(c);
+        assert_int_equal(hz_backend_fault_fired(fb), before + 1);
+        if (ops[i] == HZ_FAULT_HOST_REGISTER) {
+            assert_non_null(strstr(hz_last_error_message(), "host_register"));
+            assert_non_null(strstr(hz_last_error_message(), "direct DMA"));
+        }
         hz_backend_fault_reset(fb);
     }
     /* nothing registered, nothing leaked (ASan checks the latter) */
@@ -263,18 +328,21 @@ static void test_create_fails_cleanly(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_staging_copy_fails, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_h2d_enqueue_fails, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_event_record_fails, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_event_wait_fails, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_final_event_wait_fails, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_transfer_event_reports_error, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_generation_alloc_fails, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_undrainable_failure_faults, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_consumer_error_seen_at_publication, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_consumer_error_seen_at_last_release, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_release_record_fails, setup, teardown),
-        cmocka_unit_test(test_create_fails_cleanly),
+        TU_TRANSPORT_TEST_(test_staging_copy_fails, setup, teardown, 0, "serial"),
+        TU_TRANSPORT_TEST_(test_staging_copy_fails, setup, teardown, 1, "threaded"),
+        TU_TRANSPORT_TEST_(test_threaded_late_piece_fails, setup, teardown, 1, "threaded"),
+        cmocka_unit_test(test_threaded_piece_fails_others_in_flight),
+        TU_TRANSPORT_TESTS(test_h2d_enqueue_fails, setup, teardown),
+        TU_TRANSPORT_TESTS(test_event_record_fails, setup, teardown),
+        TU_TRANSPORT_TESTS(test_event_wait_fails, setup, teardown),
+        TU_TRANSPORT_TESTS(test_final_event_wait_fails, setup, teardown),
+        TU_TRANSPORT_TESTS(test_transfer_event_reports_error, setup, teardown),
+        TU_TRANSPORT_TESTS(test_generation_alloc_fails, setup, teardown),
+        TU_TRANSPORT_TESTS(test_undrainable_failure_faults, setup, teardown),
+        TU_TRANSPORT_TESTS(test_consumer_error_seen_at_publication, setup, teardown),
+        TU_TRANSPORT_TESTS(test_consumer_error_seen_at_last_release, setup, teardown),
+        TU_TRANSPORT_TESTS(test_release_record_fails, setup, teardown),
+        TU_TRANSPORT_TESTS(test_create_fails_cleanly, NULL, NULL),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

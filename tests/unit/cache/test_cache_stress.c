@@ -3,7 +3,8 @@
  * complete late: a "kernel" enqueued on the cpu backend's compute queue sleeps, then reads every row of
  * the group and compares it with the backing. If a row were reused before its consumer finished, or
  * handed out before its transfer completed, a comparison fails (and ThreadSanitizer sees the race).
- * Each run is bounded in wall time (HZ_STRESS_SECONDS, default 2 per mode). */
+ * Every mode runs with every transport; each run is bounded in wall time (HZ_STRESS_SECONDS, default
+ * 0.8 per mode and transport, 12 runs). */
 #include <math.h>
 #include <pthread.h>
 #include <time.h>
@@ -183,11 +184,11 @@ static void *worker_main(void *arg) {
 
 static double seconds_per_mode(void) {
     const char *s = getenv("HZ_STRESS_SECONDS");
-    double v = s ? atof(s) : 2.0;
-    return v > 0 ? v : 2.0;
+    double v = s ? atof(s) : 0.8;
+    return v > 0 ? v : 0.8;
 }
 
-static void stress(uint32_t capacity, uint32_t spare, uint32_t staging_blobs, int zipf) {
+static void stress(uint32_t capacity, uint32_t spare, uint32_t staging_blobs, int zipf, int transport) {
     run *r = calloc(1, sizeof *r);
     atomic_store(&g_failed, 0);
     r->b = tu_backing(LAYERS, EXPERTS, TOPK, 1234 + capacity);
@@ -195,11 +196,12 @@ static void stress(uint32_t capacity, uint32_t spare, uint32_t staging_blobs, in
     assert_int_equal(hz_device_open("cpu", &r->d), HZ_OK);
     r->cpu = r->d->be;
     hz_cache_options o;
-    hz_cache_options_init(&o);
+    tu_options(&o, transport);
     o.capacity = capacity;
     o.spare_rows = spare;
     o.staging_bytes = staging_blobs * tu_row_bytes(r->b);
     assert_int_equal(hz_cache_create(r->b, r->d, &o, &r->c), HZ_OK);
+    tu_after_create(r->c);
     /* transfers take time and land in two halves: a row published or reused too early shows */
     assert_int_equal(hz_backend_cpu_set_copy_delay(r->cpu, 100), HZ_OK);
     r->zipf = zipf;
@@ -238,9 +240,9 @@ static void stress(uint32_t capacity, uint32_t spare, uint32_t staging_blobs, in
     assert_false(atomic_load(&g_failed));
 
     fprintf(stderr,
-            "  %s capacity %u spares %u staging %u: %llu acquires (%llu with late consumers), %.0f misses, %.0f "
+            "  %s %-10s capacity %u spares %u staging %u: %llu acquires (%llu with late consumers), %.0f misses, %.0f "
             "publications, %.0f evictions, %.0f retired, %llu invariant checks, %.2f s\n",
-            zipf ? "zipf   " : "uniform", capacity, spare, staging_blobs, (unsigned long long)atomic_load(&r->iterations),
+            zipf ? "zipf   " : "uniform", tu_transport_name(transport), capacity, spare, staging_blobs, (unsigned long long)atomic_load(&r->iterations),
             (unsigned long long)atomic_load(&r->consumers), tu_stat(r->c, "misses"), tu_stat(r->c, "publications"),
             tu_stat(r->c, "evictions"), tu_stat(r->c, "retired_rows"), (unsigned long long)atomic_load(&r->checks),
             hz_now_seconds() - t0);
@@ -250,6 +252,14 @@ static void stress(uint32_t capacity, uint32_t spare, uint32_t staging_blobs, in
     assert_int_equal(tu_stat(r->c, "expert_d2h_bytes"), 0);
     assert_int_equal(tu_stat(r->c, "staging_slots_busy"), 0);
     assert_int_equal(tu_stat(r->c, "failed_transactions"), 0);
+    if (transport == HZ_TRANSPORT_REGISTERED) {
+        assert_int_equal(tu_stat(r->c, "staging_high_water"), 0);
+        assert_int_equal(tu_stat(r->c, "staging_copy_bytes"), 0);
+    } else {
+        /* every H2D was fed by exactly one staged blob */
+        assert_int_equal(tu_stat(r->c, "staging_copies"), tu_stat(r->c, "h2d_copies"));
+        assert_int_equal(tu_stat(r->c, "staging_copy_bytes"), tu_stat(r->c, "h2d_bytes"));
+    }
     tu_check_invariants(r->c);
     /* one more miss retires every old generation (all consumers are done): no victim stays pending */
     uint32_t g[TOPK];
@@ -274,32 +284,32 @@ static void stress(uint32_t capacity, uint32_t spare, uint32_t staging_blobs, in
     free(r);
 }
 
-static void test_uniform_tight(void **state) {
-    (void)state;
-    stress(8, TOPK, 2, 0);
+typedef struct mode {
+    uint32_t capacity, spare, staging_blobs;
+    int zipf;
+    int transport;
+} mode;
+
+#define MODES(t)                                                                                      \
+    {8, TOPK, 2, 0, t}, {8, TOPK, 2, 1, t}, {12, 2 * TOPK, 3, 0, t}, { 12, 2 * TOPK, 3, 1, t }
+static const mode k_modes[] = {MODES(HZ_TRANSPORT_SERIAL), MODES(HZ_TRANSPORT_THREADED),
+                               MODES(HZ_TRANSPORT_REGISTERED)};
+
+static void test_stress(void **state) {
+    const mode *m = *state;
+    stress(m->capacity, m->spare, m->staging_blobs, m->zipf, m->transport);
 }
 
-static void test_zipf_tight(void **state) {
-    (void)state;
-    stress(8, TOPK, 2, 1);
-}
-
-static void test_uniform_roomy(void **state) {
-    (void)state;
-    stress(12, 2 * TOPK, 3, 0);
-}
-
-static void test_zipf_roomy(void **state) {
-    (void)state;
-    stress(12, 2 * TOPK, 3, 1);
-}
+#define STRESS_TEST(i, name) {name, test_stress, NULL, NULL, (void *)&k_modes[i]}
+#define STRESS_TESTS(base, t)                                                                         \
+    STRESS_TEST(base, "uniform tight [" t "]"), STRESS_TEST(base + 1, "zipf tight [" t "]"),               \
+        STRESS_TEST(base + 2, "uniform roomy [" t "]"), STRESS_TEST(base + 3, "zipf roomy [" t "]")
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_uniform_tight),
-        cmocka_unit_test(test_zipf_tight),
-        cmocka_unit_test(test_uniform_roomy),
-        cmocka_unit_test(test_zipf_roomy),
+        STRESS_TESTS(0, "serial"),
+        STRESS_TESTS(4, "threaded"),
+        STRESS_TESTS(8, "registered"),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

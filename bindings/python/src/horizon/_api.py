@@ -163,15 +163,25 @@ class Device(_Handle):
         return take_json(lib.hz_device_describe_json, self._raw())
 
 
+# hz_transport by name (the header's HZ_TRANSPORT_* values, read through cffi).
+TRANSPORTS = {
+    "serial": lib.HZ_TRANSPORT_SERIAL,
+    "threaded": lib.HZ_TRANSPORT_THREADED,
+    "registered": lib.HZ_TRANSPORT_REGISTERED,
+}
+
+
 class Cache(_Handle):
     """The generation cache of routed experts on a device (hz_cache_create). `capacity` is resident
-    experts per layer (0 = all); `placement` an optional layers x capacity list of expert ids."""
+    experts per layer (0 = all); `placement` an optional layers x capacity list of expert ids;
+    `transport` a name of TRANSPORTS ("serial", "threaded", "registered") or an hz_transport value;
+    `staging_threads` the threaded transport's copy threads (0 = one per online CPU, at most 16)."""
 
     _what = "cache"
 
     def __init__(self, backing: Backing, device: Device, *, capacity: int = 0, spare_rows: int = 0,
-                 staging_bytes: int = 0, eviction: int = 0, transport: int = 0,
-                 placement: Optional[Sequence[int]] = None) -> None:
+                 staging_bytes: int = 0, eviction: int = 0, transport: Union[int, str] = 0,
+                 placement: Optional[Sequence[int]] = None, staging_threads: int = 0) -> None:
         super().__init__((backing, device))
         self.backing, self.device = backing, device
         opts = ffi.new("hz_cache_options *")
@@ -180,7 +190,12 @@ class Cache(_Handle):
         opts.spare_rows = spare_rows
         opts.staging_bytes = staging_bytes
         opts.eviction = eviction
+        if isinstance(transport, str):
+            if transport not in TRANSPORTS:
+                raise ValueError(f"unknown transport {transport!r}; known: {', '.join(TRANSPORTS)}")
+            transport = TRANSPORTS[transport]
         opts.transport = transport
+        opts.staging_threads = staging_threads
         keep = None
         if placement is not None:
             keep = ffi.new("uint32_t[]", list(placement))
