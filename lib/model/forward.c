@@ -267,30 +267,21 @@ static int routed_experts(hz_session *s, uint32_t l, uint32_t T) {
         uint32_t gn = n_union - g0 < m->group_limit ? n_union - g0 : m->group_limit;
         const uint32_t *ids = rs->group + g0;
         hz_generation *lease = NULL;
-        int st = hz_generation_acquire(m->cache, l, ids, gn, &lease);
-        if (st) return hz_error_prefix(st, "layer %u: acquiring %u routed experts", l, gn);
-        for (uint32_t i = 0; i < gn && !st; i++) {
-            uint32_t row;
-            const void *addr = NULL;
-            st = hz_generation_row(lease, ids[i], &row, &addr);
-            if (st) hz_error_prefix(st, "layer %u expert %u", l, ids[i]);
-            rs->rows[i] = addr;
-        }
-        if (!st) {
-            hz_moe_call call = {
-                .layout = m->layout,
-                .n_tokens = T,
-                .x = rs->x16,
-                .top_k = K,
-                .topk_ids = rs->topk_ids,
-                .topk_w = rs->topk_w,
-                .n_group = gn,
-                .group_ids = ids,
-                .rows = rs->rows,
-                .acc = rs->acc,
-            };
-            st = m->exec->ops->moe(m->exec, &call);
-        }
+        int st = hz_model_lease_group(m, l, ids, gn, &lease, rs->rows);
+        if (st) return st;
+        hz_moe_call call = {
+            .layout = m->layout,
+            .n_tokens = T,
+            .x = rs->x16,
+            .top_k = K,
+            .topk_ids = rs->topk_ids,
+            .topk_w = rs->topk_w,
+            .n_group = gn,
+            .group_ids = ids,
+            .rows = rs->rows,
+            .acc = rs->acc,
+        };
+        st = m->exec->ops->moe(m->exec, &call);
         /* The cpu executors are synchronous: when moe() returns, the rows have been read, so the
          * lease ends with no consumer event (NULL = already finished). An asynchronous executor
          * records an event on the compute queue here instead. */

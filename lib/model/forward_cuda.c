@@ -316,34 +316,25 @@ static int routed_partial(hz_session *s, uint32_t l) {
         const uint32_t gn = K - g0 < m->group_limit ? K - g0 : m->group_limit;
         const uint32_t *ids = g->h_ids + g0;
         hz_generation *lease = NULL;
-        st = hz_generation_acquire(m->cache, l, ids, gn, &lease);
-        if (st) return hz_error_prefix(st, "layer %u: acquiring %u routed experts", l, gn);
-        for (uint32_t i = 0; i < gn && !st; i++) {
-            uint32_t row;
-            const void *addr = NULL;
-            st = hz_generation_row(lease, ids[i], &row, &addr);
-            if (st) hz_error_prefix(st, "layer %u expert %u", l, ids[i]);
-            g->rows[i] = addr;
-        }
-        if (!st) {
-            hz_moe_call call = {
-                .layout = m->layout,
-                .n_tokens = 1,
-                .x = g->xn,
-                .top_k = K,
-                .topk_ids = g->h_ids,
-                .topk_w = g->h_w,
-                .n_group = gn,
-                .group_ids = ids,
-                .rows = g->rows,
-                .acc = g->acc,
-                .group_w = g->route_w + g0,
-                .scratch = g->scratch,
-                .scratch_bytes = g->scratch_bytes,
-                .queue = gm->queue,
-            };
-            st = m->exec->ops->moe(m->exec, &call);
-        }
+        st = hz_model_lease_group(m, l, ids, gn, &lease, g->rows);
+        if (st) return st;
+        hz_moe_call call = {
+            .layout = m->layout,
+            .n_tokens = 1,
+            .x = g->xn,
+            .top_k = K,
+            .topk_ids = g->h_ids,
+            .topk_w = g->h_w,
+            .n_group = gn,
+            .group_ids = ids,
+            .rows = g->rows,
+            .acc = g->acc,
+            .group_w = g->route_w + g0,
+            .scratch = g->scratch,
+            .scratch_bytes = g->scratch_bytes,
+            .queue = gm->queue,
+        };
+        st = m->exec->ops->moe(m->exec, &call);
         /* The rows are read by queued kernels: the lease ends with the event recorded after them. When
          * the call or the record failed, wait for whatever was queued and end it as finished. */
         int rst;

@@ -285,3 +285,25 @@ HZ_EXPORT int hz_model_describe_json(const hz_model *m, char **out) {
     cJSON_free(text);
     return *out ? HZ_OK : HZ_ENOMEM;
 }
+
+int hz_model_lease_group(hz_model *m, uint32_t layer, const uint32_t *ids, uint32_t n,
+                         hz_generation **out, const uint8_t **rows) {
+    hz_generation *lease = NULL;
+    *out = NULL;
+    int st = hz_generation_acquire(m->cache, layer, ids, n, &lease);
+    if (st) return hz_error_prefix(st, "layer %u: acquiring %u routed experts", layer, n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t row;
+        const void *addr = NULL;
+        st = hz_generation_row(lease, ids[i], &row, &addr);
+        if (st) {
+            hz_error_prefix(st, "layer %u expert %u", layer, ids[i]);
+            /* nothing has read the rows yet: the lease ends as finished */
+            (void)hz_generation_release(lease, NULL);
+            return st;
+        }
+        rows[i] = addr;
+    }
+    *out = lease;
+    return HZ_OK;
+}

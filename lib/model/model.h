@@ -114,6 +114,12 @@ struct hz_session {
     hz_gpu_session *gpu; /* device KV cache and activations when the model is on cuda */
 };
 
+/* model.c: acquires a lease on experts ids[0..n) (ascending, distinct) of `layer` and writes each
+ * expert's row address into rows[0..n). On failure nothing is held and the message names the layer and
+ * expert. Both forward paths use it, so a group is leased the same way on every device. */
+int hz_model_lease_group(hz_model *m, uint32_t layer, const uint32_t *ids, uint32_t n,
+                         hz_generation **out, const uint8_t **rows);
+
 /* forward.c: runs tokens[0..n) at positions session->pos.. through every layer, writes their K/V into
  * the session's cache and the last token's FP32 logits into session->logits. Does not move pos. */
 int hz_forward(hz_session *s, const int32_t *tokens, uint32_t n);
