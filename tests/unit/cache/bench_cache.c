@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "backing/backing.h"
 #include "cache/cache_internal.h"
+#include "test_config.h"
 
 static const char *transport_name(int t) {
     return t == HZ_TRANSPORT_THREADED ? "threaded" : t == HZ_TRANSPORT_REGISTERED ? "registered" : "serial";
@@ -18,20 +19,7 @@ static const char *transport_name(int t) {
 
 static hz_host_backing *make_backing(uint32_t layers, uint32_t experts, uint32_t top_k, uint32_t hidden,
                                      uint32_t inter) {
-    hz_model_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.arch = HZ_ARCH_OLMOE;
-    cfg.hidden = hidden;
-    cfg.layers = layers;
-    cfg.heads = 4;
-    cfg.kv_heads = 4;
-    cfg.head_dim = hidden / 4;
-    cfg.vocab = 256;
-    cfg.experts = experts;
-    cfg.top_k = top_k;
-    cfg.expert_inter = inter;
-    cfg.max_pos = 128;
-    cfg.eos = cfg.bos = cfg.pad = -1;
+    hz_model_config cfg = tu_config(layers, experts, top_k, hidden, inter);
     hz_host_backing *b = NULL;
     if (hz_backing_create_synthetic(&cfg, 42, &b) != HZ_OK) {
         fprintf(stderr, "backing: %s\n", hz_last_error_message());
