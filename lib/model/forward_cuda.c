@@ -22,40 +22,10 @@
 #include "cache/cache.h"
 #include "exec/exec_cuda.h"
 #include "model.h"
+#include "forward_cuda.h"
 
 #include "../../cuda/model/model_ops.cuh"
 #include "../../cuda/w4a16.cuh"
-
-#define ALIGN 256u
-
-struct hz_gpu_model {
-    hz_backend *be;
-    void *queue;      /* native compute queue */
-    uint8_t *weights; /* one device allocation for every non-routed tensor */
-    hz_weights dw;    /* device addresses of the tensors */
-    int full;         /* device-resident routing table in use */
-    hz_generation **leases; /* [layers] held while full */
-    const void **table;     /* device [layers x experts] row addresses (full only) */
-};
-
-struct hz_gpu_session {
-    uint8_t *act;           /* device: activations, scratch, rope table */
-    hz_f16 *kc, *vc;        /* device [layers x max_context x Hkv*D] */
-    hz_f16 *h, *xn, *q, *k, *v, *att, *proj, *rlog, *sha, *shd, *sgate;
-    float *acc, *shg, *shu, *scores, *logits, *rope;
-    uint32_t *route;        /* [K ids | K FP32 weights]: one D2H brings both back */
-    float *route_w;
-    const void **rows_dev;  /* [K] */
-    int32_t *argmax;
-    void *scratch;
-    uint64_t scratch_bytes;
-    uint8_t *pinned;        /* host: route copy, argmax, logits */
-    uint32_t *h_ids;
-    float *h_w;
-    int32_t *h_argmax;
-    const uint8_t **rows;   /* host [max(K, group)] lease row addresses */
-    hz_event *done;         /* recorded after each executor call, handed to the lease release */
-};
 
 /* ---------------------------------------------------------------------------------------------------
  * Model: weights upload, full-residency routing table
