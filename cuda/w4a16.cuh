@@ -47,6 +47,11 @@ extern "C" {
                              weight loads overlap the tail of the gate/up pass (sm_90) */
 #define HZ_W4A16_CUDA_CORES 0x2u /* grouped: expand and accumulate on the FP32 CUDA cores instead of the
                                     tensor cores (a second, independent implementation; slower) */
+#define HZ_W4A16_NO_BULK 0x4u /* grouped, tensor cores: stream codes through registers instead of the
+                                 sm_90 bulk-copy path (w4a16_bulk.cu), which is otherwise used wherever
+                                 the device and shape allow it */
+#define HZ_W4A16_TWO_PASS 0x8u /* grouped, bulk path: launch gate_up and down as two kernels instead of
+                                  one cooperative kernel (w4a16_bulk.cu) */
 
 typedef struct hz_w4a16_args {
     const hz_expert_layout *layout; /* host pointer: the blob layout of every expert of the call */

@@ -46,6 +46,6 @@ extern "C" int hz_w4a16_args_check(const hz_w4a16_args *a, uint64_t scratch_need
     if (a->scratch_bytes < scratch_needed)
         return hz_error(HZ_EINVAL, "%s: scratch of %llu bytes, %llu needed", who,
                         (unsigned long long)a->scratch_bytes, (unsigned long long)scratch_needed);
-    if (a->flags & ~(HZ_W4A16_PDL | HZ_W4A16_CUDA_CORES)) return hz_error(HZ_EINVAL, "%s: unknown flags 0x%x", who, a->flags);
+    if (a->flags & ~(HZ_W4A16_PDL | HZ_W4A16_CUDA_CORES | HZ_W4A16_NO_BULK | HZ_W4A16_TWO_PASS)) return hz_error(HZ_EINVAL, "%s: unknown flags 0x%x", who, a->flags);
     return HZ_OK;
 }

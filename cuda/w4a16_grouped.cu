@@ -25,6 +25,7 @@
  * quarter of its bandwidth. The levers left are more warps in flight per SM (fewer registers per
  * warp, K split across warps for gate_up) and fewer instructions per segment.
  */
+#include "w4a16_bulk.cuh"
 #include "w4a16_device.cuh"
 #include "w4a16_grouped.cuh"
 
@@ -413,6 +414,10 @@ extern "C" int hz_w4a16_grouped_gate_up_launch(const hz_w4a16_args *a, void *str
     if ((a->flags & HZ_W4A16_CUDA_CORES) && cpl > kMaxCpl)
         return hz_error(HZ_EUNSUPPORTED, "%s: hidden %u (padded %u) exceeds the %d supported", who, l->hidden,
                         l->gate.kp, kMaxCpl * 1024);
+    if (!(a->flags & (HZ_W4A16_CUDA_CORES | HZ_W4A16_NO_BULK))) {
+        st = hz_w4a16_bulk_gate_up_launch(a, stream);
+        if (st != kHzBulkNotApplicable) return st;
+    }
     GateUpParams p;
     fill_ptrs(a, &p.ptrs, &p.blobs_dev);
     p.x = static_cast<const __half *>(a->x);
@@ -460,6 +465,10 @@ extern "C" int hz_w4a16_grouped_down_launch(const hz_w4a16_args *a, void *stream
     if ((a->flags & HZ_W4A16_CUDA_CORES) && cpl > kMaxCpl)
         return hz_error(HZ_EUNSUPPORTED, "%s: inter %u (padded %u) exceeds the %d supported", who, l->inter,
                         l->down.kp, kMaxCpl * 1024);
+    if (!(a->flags & (HZ_W4A16_CUDA_CORES | HZ_W4A16_NO_BULK))) {
+        st = hz_w4a16_bulk_down_launch(a, stream);
+        if (st != kHzBulkNotApplicable) return st;
+    }
     const int batch = cpl == 1 ? 8 : cpl == 2 ? 4 : 2;
     DownParams p;
     fill_ptrs(a, &p.ptrs, &p.blobs_dev);
@@ -514,6 +523,12 @@ extern "C" int hz_w4a16_grouped_down_launch(const hz_w4a16_args *a, void *stream
 }
 
 extern "C" int hz_w4a16_grouped_launch(const hz_w4a16_args *a, void *stream) {
+    if (a && !(a->flags & (HZ_W4A16_CUDA_CORES | HZ_W4A16_NO_BULK | HZ_W4A16_TWO_PASS))) {
+        int st = hz_w4a16_args_check(a, hz_w4a16_grouped_scratch_bytes(a->layout, a->n), "w4a16 grouped");
+        if (st != HZ_OK) return st;
+        st = hz_w4a16_bulk_fused_launch(a, stream);
+        if (st != kHzBulkNotApplicable) return st;
+    }
     int st = hz_w4a16_grouped_gate_up_launch(a, stream);
     if (st != HZ_OK) return st;
     return hz_w4a16_grouped_down_launch(a, stream);

@@ -23,6 +23,7 @@
 
 #include "core/core.h"
 #include "format/qpack.h"
+#include "read_ceiling.cuh"
 #include "w4a16_grouped.cuh"
 #include "w4a16_scalar.cuh"
 
@@ -63,10 +64,32 @@ typedef enum {
     EX_CC_PDL,
     EX_CC_GATE_UP,
     EX_CC_DOWN,
+    EX_REG_PDL,
+    EX_REG_GATE_UP,
+    EX_REG_DOWN,
+    EX_2P_PDL,
+    EX_READ_ALL,
+    EX_READ_GU,
+    EX_READ_DN,
     EX_COUNT
 } executor;
-static const char *const kExName[EX_COUNT] = {"scalar",       "grouped",         "grouped+pdl",   "grouped:gate_up",
-                                              "grouped:down", "grouped-cc+pdl", "grouped-cc:g_u", "grouped-cc:down"};
+/* "grouped" is the default (the sm_90 bulk-copy path where it applies), "-reg" the register-streaming
+ * tensor-core kernels, "-cc" the CUDA-core ones. */
+static const char *const kExName[EX_COUNT] = {"scalar",          "grouped",         "grouped+pdl",    "grouped:gate_up",
+                                              "grouped:down",    "grouped-cc+pdl",  "grouped-cc:g_u", "grouped-cc:down",
+                                              "grouped-reg+pdl", "grouped-reg:g_u", "grouped-reg:down",
+                                              "grouped-2p+pdl",  "read-ceiling",    "read:g_u",
+                                              "read:down"};
+
+/* The read-ceiling rows: the same blobs' bytes read by a plain streaming kernel (read_ceiling.cu). */
+static uint32_t *g_sink;
+static int g_sms;
+
+static int launch_read(const hz_w4a16_args *a, uint64_t offset, uint64_t bytes, cudaStream_t s) {
+    const void *p[HZ_W4A16_MAX_EXPERTS];
+    for (uint32_t e = 0; e < a->n; e++) p[e] = (const uint8_t *)a->blobs[e] + offset;
+    return hz_test_launch_read(p, a->n, bytes, g_sink, g_sms, s);
+}
 
 typedef struct shape {
     const char *name;
@@ -92,6 +115,13 @@ static int launch(executor ex, hz_w4a16_args *a, cudaStream_t s) {
     case EX_CC_PDL: a->flags = HZ_W4A16_PDL | HZ_W4A16_CUDA_CORES; return hz_w4a16_grouped_launch(a, s);
     case EX_CC_GATE_UP: a->flags = HZ_W4A16_CUDA_CORES; return hz_w4a16_grouped_gate_up_launch(a, s);
     case EX_CC_DOWN: a->flags = HZ_W4A16_CUDA_CORES; return hz_w4a16_grouped_down_launch(a, s);
+    case EX_REG_PDL: a->flags = HZ_W4A16_PDL | HZ_W4A16_NO_BULK; return hz_w4a16_grouped_launch(a, s);
+    case EX_REG_GATE_UP: a->flags = HZ_W4A16_NO_BULK; return hz_w4a16_grouped_gate_up_launch(a, s);
+    case EX_REG_DOWN: a->flags = HZ_W4A16_NO_BULK; return hz_w4a16_grouped_down_launch(a, s);
+    case EX_2P_PDL: a->flags = HZ_W4A16_PDL | HZ_W4A16_TWO_PASS; return hz_w4a16_grouped_launch(a, s);
+    case EX_READ_ALL: return launch_read(a, 0, a->layout->blob_bytes, s);
+    case EX_READ_GU: return launch_read(a, 0, a->layout->down_q, s);
+    case EX_READ_DN: return launch_read(a, a->layout->down_q, a->layout->blob_bytes - a->layout->down_q, s);
     default: return -1;
     }
 }
@@ -208,8 +238,8 @@ static void bench_shape(const shape *sh, int repeats) {
         a.scratch = scratch;
         a.scratch_bytes = scratch_bytes;
         double part_bytes = bytes;
-        if (ex == EX_GATE_UP || ex == EX_CC_GATE_UP) part_bytes = (double)n * (double)l.down_q;
-        if (ex == EX_DOWN || ex == EX_CC_DOWN) part_bytes = (double)n * (double)(bb - l.down_q);
+        if (ex == EX_GATE_UP || ex == EX_CC_GATE_UP || ex == EX_REG_GATE_UP || ex == EX_READ_GU) part_bytes = (double)n * (double)l.down_q;
+        if (ex == EX_DOWN || ex == EX_CC_DOWN || ex == EX_REG_DOWN || ex == EX_READ_DN) part_bytes = (double)n * (double)(bb - l.down_q);
 
         /* stream mode */
         for (int r = -kWarm; r < repeats; r++) {
@@ -295,6 +325,8 @@ int main(int argc, char **argv) {
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("device: %s, %d SMs, L2 %.0f MB, %.1f GiB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize / 1e6,
            prop.totalGlobalMem / 1073741824.0);
+    g_sms = prop.multiProcessorCount;
+    CK(cudaMalloc((void **)&g_sink, 16u * (size_t)g_sms));
     const float copy = memcpy_gbps(50);
     printf("device-to-device cudaMemcpy (1 GiB, read + write): %.0f GB/s\n", copy);
 

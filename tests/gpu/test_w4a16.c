@@ -240,10 +240,15 @@ static void compare(const hz_expert_layout *l, uint32_t n, const hz_f16 *y, cons
     *bad = !(st->ratio_y <= 1.0) || !(st->ratio_a <= 1.0);
 }
 
+/* "grouped" variants without a suffix run the sm_90 bulk-copy path where the shape allows it (one
+ * cooperative kernel); "-2pass" its two-kernel form; "-reg" forces the register-streaming tensor-core
+ * kernels, "-cc" the CUDA-core ones. */
 enum { V_SCALAR, V_SCALAR_DEV, V_GROUPED, V_GROUPED_PDL, V_GROUPED_DEV_PDL, V_GROUPED_ACC, V_GROUPED_CC,
-       V_GROUPED_CC_PDL, V_COUNT };
-static const char *const kVariant[V_COUNT] = {"scalar", "scalar/devptrs", "grouped", "grouped/pdl",
-                                              "grouped/devptrs/pdl", "grouped/acc", "grouped-cc", "grouped-cc/pdl"};
+       V_GROUPED_CC_PDL, V_GROUPED_REG, V_GROUPED_REG_PDL, V_GROUPED_2P_PDL, V_GROUPED_2P_DEV, V_COUNT };
+static const char *const kVariant[V_COUNT] = {"scalar",     "scalar/devptrs", "grouped",        "grouped/pdl",
+                                              "grouped/devptrs/pdl", "grouped/acc", "grouped-cc",  "grouped-cc/pdl",
+                                              "grouped-reg", "grouped-reg/pdl", "grouped-2pass/pdl",
+                                              "grouped-2pass/devptrs"};
 
 static int run_case(const shape_case *sc) {
     hz_expert_layout l;
@@ -350,7 +355,7 @@ static int run_case(const shape_case *sc) {
             memset(&args, 0, sizeof args);
             args.layout = &l;
             args.n = n;
-            int devptrs = v == V_SCALAR_DEV || v == V_GROUPED_DEV_PDL;
+            int devptrs = v == V_SCALAR_DEV || v == V_GROUPED_DEV_PDL || v == V_GROUPED_2P_DEV;
             args.blobs = devptrs ? NULL : hptrs;
             args.blobs_dev = devptrs ? (const void *const *)dptrs : NULL;
             args.weights = dw;
@@ -359,10 +364,13 @@ static int run_case(const shape_case *sc) {
             args.acc = v == V_GROUPED_ACC ? dacc : NULL;
             args.scratch = dscratch;
             args.scratch_bytes = scratch_bytes;
-            args.flags = (v == V_GROUPED_PDL || v == V_GROUPED_DEV_PDL || v == V_GROUPED_ACC || v == V_GROUPED_CC_PDL)
+            args.flags = (v == V_GROUPED_PDL || v == V_GROUPED_DEV_PDL || v == V_GROUPED_ACC || v == V_GROUPED_CC_PDL ||
+                          v == V_GROUPED_REG_PDL || v == V_GROUPED_2P_PDL)
                              ? HZ_W4A16_PDL
                              : 0;
             if (v == V_GROUPED_CC || v == V_GROUPED_CC_PDL) args.flags |= HZ_W4A16_CUDA_CORES;
+            if (v == V_GROUPED_REG || v == V_GROUPED_REG_PDL) args.flags |= HZ_W4A16_NO_BULK;
+            if (v == V_GROUPED_2P_PDL || v == V_GROUPED_2P_DEV) args.flags |= HZ_W4A16_TWO_PASS;
             /* Poison: 0xFFFF is an FP16 NaN and 0xFFFFFFFF an FP32 NaN. */
             if (cudaMemsetAsync(dy, 0xff, 2u * H, stream) || cudaMemsetAsync(dscratch, 0xff, scratch_bytes, stream) ||
                 cudaMemcpyAsync(dacc, acc0, 4u * H, cudaMemcpyHostToDevice, stream)) {

@@ -1,0 +1,721 @@
+/* The grouped executor's bulk-copy path (see w4a16_bulk.cuh for why it exists).
+ *
+ * gate_up: a warp owns 8 gate+up row pairs of one expert (one m16n8k16 row tile, as in the register
+ *   path). Its lane 0 asks the bulk-copy engine for the tile's gate codes, up codes, gate scales and up
+ *   scales (four contiguous ranges of the blob: rows are contiguous within a projection) with one
+ *   mbarrier counting the bytes; the block meanwhile stages x in shared memory in pair order. The warp
+ *   then waits for its barrier and runs the segments out of shared memory.
+ * down: a block owns 16 output rows; warp e stages expert e's 16 rows of down codes and scales the same
+ *   way. Launched with programmatic dependent launch, the copies are issued before griddepcontrol.wait,
+ *   so the down weights stream in while gate_up still runs (the two blocks fit on one SM together for
+ *   the model shapes: about 138 KB + 84 KB of the 227 KB for OLMoE). After the wait each warp copies
+ *   its expert's intermediate (FP16, from L2) into shared memory, and the rows' expert sums are added
+ *   in the given order by one thread per row, as in the register path.
+ *
+ * Sizes: codes rows are kp / 2 bytes (a multiple of 128); a tile's scale range is rounded up to 16
+ * bytes, which stays inside the blob because every part starts on a 256-byte boundary and the blob
+ * ends on one (doc/qpack.md). A tile's first row is a multiple of 8, so its scale offset is a multiple
+ * of 16 bytes, as the bulk copy requires. */
+#include <atomic>
+#include <cooperative_groups.h>
+
+#include "w4a16_bulk.cuh"
+#include "w4a16_device.cuh"
+
+namespace {
+
+constexpr uint32_t kGuTileRows = 8;  /* gate+up row pairs per warp */
+constexpr uint32_t kDnTileRows = 16; /* output rows per down block */
+constexpr uint32_t kMaxGuWarps = 8;
+
+__host__ __device__ constexpr uint32_t round_up(uint32_t v, uint32_t a) { return (v + a - 1u) / a * a; }
+
+/* ---- bulk copies and mbarriers (sm_90) --------------------------------------------------------- */
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+__device__ __forceinline__ void mbar_init(uint64_t *bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(bar)) : "memory");
+    /* Makes the initialised barrier visible to the bulk-copy engine (the async proxy). */
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+
+/* Arrives on the barrier (count 1) and tells it how many bytes the copies will deliver. */
+__device__ __forceinline__ void mbar_expect(uint64_t *bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+#endif
+}
+
+/* global -> shared, `bytes` a multiple of 16, both addresses 16-byte aligned; completion counted on bar. */
+__device__ __forceinline__ void bulk_copy(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     smem_u32(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_u32(bar))
+                 : "memory");
+#endif
+}
+
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t done = 0;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done)
+                     : "r"(smem_u32(bar)), "r"(parity)
+                     : "memory");
+    } while (!done);
+#endif
+}
+
+/* 16 bytes global -> shared through L2 only (LDGSTS), tracked by the thread's cp.async groups. */
+__device__ __forceinline__ void cp_async16(void *dst, const void *src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+/* cp.async.wait_group with a run-time count (the instruction takes an immediate). */
+__device__ __forceinline__ void cp_async_wait_n(uint32_t n) {
+    switch (n) {
+    case 0: cp_async_wait<0>(); break;
+    case 1: cp_async_wait<1>(); break;
+    case 2: cp_async_wait<2>(); break;
+    case 3: cp_async_wait<3>(); break;
+    case 4: cp_async_wait<4>(); break;
+    case 5: cp_async_wait<5>(); break;
+    case 6: cp_async_wait<6>(); break;
+    case 7: cp_async_wait<7>(); break;
+    default: cp_async_wait<8>(); break;
+    }
+}
+
+/* The 32 FP16 values of chunk c of a vector staged raw (plain FP16 order) in shared memory, in the
+ * tensor-core expansion's pair order (the same permutation as hz_load_act_pairs). */
+__device__ __forceinline__ void lds_raw_pairs(const __half *raw, uint32_t c, uint32_t (&xh)[16]) {
+    const uint4 *src = reinterpret_cast<const uint4 *>(raw + 32u * c);
+    uint32_t wv[16];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const uint4 t = src[i];
+        wv[4 * i + 0] = t.x;
+        wv[4 * i + 1] = t.y;
+        wv[4 * i + 2] = t.z;
+        wv[4 * i + 3] = t.w;
+    }
+#pragma unroll
+    for (int m = 0; m < 4; m++) {
+        xh[4 * m + 0] = __byte_perm(wv[2 * m], wv[2 * m + 1], 0x5410);
+        xh[4 * m + 1] = __byte_perm(wv[2 * m], wv[2 * m + 1], 0x7632);
+        xh[4 * m + 2] = __byte_perm(wv[8 + 2 * m], wv[9 + 2 * m], 0x5410);
+        xh[4 * m + 3] = __byte_perm(wv[8 + 2 * m], wv[9 + 2 * m], 0x7632);
+    }
+}
+
+/* ---- gate_up ------------------------------------------------------------------------------------ */
+
+struct BulkGuParams {
+    hz_blob_ptrs ptrs;
+    const uint8_t *const *blobs_dev;
+    const __half *x;
+    __half *inter; /* [n x ikp] */
+    uint64_t gate_q, gate_s, up_q, up_s;
+    uint32_t hidden, hkp, inter_n, ikp, n;
+    uint32_t tiles;     /* row tiles per expert: ceil(ikp / 8) (tiles past inter_n write zeros) */
+    uint32_t xs_bytes;  /* staged x records, rounded to 128 */
+    uint32_t sc_bytes;  /* one projection's scales of a tile, rounded to 16 */
+    uint32_t warp_bytes; /* one warp's tile: 2 x 8 code rows + 2 x sc_bytes, rounded to 128 */
+};
+
+__host__ __device__ inline uint32_t gu_smem_bytes(const BulkGuParams &p, uint32_t warps) {
+    return p.xs_bytes + 128u + warps * p.warp_bytes;
+}
+
+__global__ void __launch_bounds__(kMaxGuWarps * 32) bulk_gate_up_kernel(const __grid_constant__ BulkGuParams p) {
+    extern __shared__ __align__(128) uint8_t sm[];
+    hz_griddep_launch_dependents();
+    const uint32_t warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
+    const uint32_t row_bytes = p.hkp / 2u, nblocks = p.hkp / HZ_QBLOCK, nseg = p.hkp / 128u;
+    uint32_t *xs = reinterpret_cast<uint32_t *>(sm);
+    uint64_t *bar = reinterpret_cast<uint64_t *>(sm + p.xs_bytes) + warp;
+    uint8_t *tile = sm + p.xs_bytes + 128u + warp * p.warp_bytes;
+    uint8_t *tg = tile, *tu = tile + kGuTileRows * row_bytes, *tsg = tile + 2u * kGuTileRows * row_bytes;
+    uint8_t *tsu = tsg + p.sc_bytes;
+
+    const uint32_t gw = blockIdx.x * warps + warp, e = gw / p.tiles, i0 = (gw % p.tiles) * kGuTileRows;
+    const bool warp_ok = e < p.n;
+    const uint32_t rows = (warp_ok && i0 < p.inter_n) ? min(kGuTileRows, p.inter_n - i0) : 0u;
+    if (lane == 0 && rows) {
+        const uint8_t *blob = hz_blob(p.ptrs, p.blobs_dev, (int)e);
+        const uint32_t cb = rows * row_bytes, sb = round_up(rows * nblocks * 2u, 16u);
+        mbar_init(bar);
+        mbar_expect(bar, 2u * cb + 2u * sb);
+        bulk_copy(tg, blob + p.gate_q + (uint64_t)i0 * row_bytes, cb, bar);
+        bulk_copy(tu, blob + p.up_q + (uint64_t)i0 * row_bytes, cb, bar);
+        bulk_copy(tsg, blob + p.gate_s + (uint64_t)i0 * nblocks * 2u, sb, bar);
+        bulk_copy(tsu, blob + p.up_s + (uint64_t)i0 * nblocks * 2u, sb, bar);
+    }
+    hz_fill_act_records<false>(xs, p.x, 1, 0, p.hidden, p.hkp / HZ_QCHUNK);
+    __syncthreads(); /* x staged; every barrier initialised before any lane waits on it */
+    if (!warp_ok) return;
+
+    const uint32_t g = lane >> 2, t = lane & 3u, i = i0 + g;
+    const bool row_ok = g < rows;
+    float acc_g = 0.0f, acc_u = 0.0f;
+    if (rows) {
+        mbar_wait(bar, 0);
+        /* Lanes of rows past the end compute on row 0's data and discard it (MMA rows are independent). */
+        const uint32_t r = row_ok ? g : 0u;
+        const uint8_t *qg = tg + r * row_bytes + 16u * t, *qu = tu + r * row_bytes + 16u * t;
+        const __half *sg = reinterpret_cast<const __half *>(tsg) + r * nblocks;
+        const __half *su = reinterpret_cast<const __half *>(tsu) + r * nblocks;
+        float d[4][4] = {};
+#pragma unroll 2
+        for (uint32_t s = 0; s < nseg; s++) {
+            const uint4 a = *reinterpret_cast<const uint4 *>(qg + 64u * s);
+            const uint4 b = *reinterpret_cast<const uint4 *>(qu + 64u * s);
+            uint32_t xh[16];
+            hz_lds_pairs(xs + (4u * s + t) * kActWords, xh);
+            hz_mma_segment(d, a, b, xh);
+            if (s & 1u) hz_mma_fold(d, __half2float(sg[s >> 1]), __half2float(su[s >> 1]), acc_g, acc_u);
+        }
+    }
+    if (t == 0 && i < p.ikp)
+        p.inter[(uint64_t)e * p.ikp + i] = row_ok ? __float2half_rn(hz_silu_mul(acc_g, acc_u)) : __float2half_rn(0.0f);
+}
+
+/* ---- down --------------------------------------------------------------------------------------- */
+
+struct BulkDnParams {
+    hz_blob_ptrs ptrs;
+    const uint8_t *const *blobs_dev;
+    const __half *inter;
+    const float *weights;
+    __half *y;
+    float *acc;
+    uint64_t down_q, down_s;
+    uint32_t hidden, ikp, n;
+    uint32_t act_bytes;  /* one expert's intermediate, ikp FP16 (a multiple of 512 bytes, == 2 * ikp) */
+    uint32_t sc_bytes;   /* scales of 16 rows, rounded to 16 */
+    uint32_t tile_bytes; /* one expert's 16 code rows + scales, rounded to 128 */
+};
+
+constexpr uint32_t kDnBarBytes = 256; /* one 8-byte mbarrier per expert, up to 32 experts */
+constexpr uint32_t kMaxDnWarps = 8;
+
+__host__ __device__ inline uint32_t dn_smem_bytes(const BulkDnParams &p) {
+    return kDnBarBytes + p.n * (p.act_bytes + p.tile_bytes) + p.n * kDnTileRows * 4u;
+}
+
+/* A block of min(n, 8) warps; warp w handles experts w, w + 8, ... (each with its own barrier and tile). */
+__global__ void __launch_bounds__(kMaxDnWarps * 32) bulk_down_kernel(const __grid_constant__ BulkDnParams p) {
+    extern __shared__ __align__(128) uint8_t sm[];
+    const uint32_t warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
+    const uint32_t row_bytes = p.ikp / 2u, nblocks = p.ikp / HZ_QBLOCK, nseg = p.ikp / 128u;
+    const uint32_t j0 = blockIdx.x * kDnTileRows, rows = min(kDnTileRows, p.hidden - j0);
+    uint64_t *bars = reinterpret_cast<uint64_t *>(sm);
+    uint8_t *acts = sm + kDnBarBytes, *tiles = acts + p.n * p.act_bytes;
+    float *ys = reinterpret_cast<float *>(tiles + p.n * p.tile_bytes); /* [n][16] */
+
+    if (lane == 0) {
+        /* The blobs are not written by the gate_up pass: this may run before griddepcontrol.wait. */
+        const uint32_t cb = rows * row_bytes, sb = round_up(rows * nblocks * 2u, 16u);
+        for (uint32_t e = warp; e < p.n; e += warps) {
+            const uint8_t *blob = hz_blob(p.ptrs, p.blobs_dev, (int)e);
+            uint8_t *tile = tiles + e * p.tile_bytes;
+            mbar_init(&bars[e]);
+            mbar_expect(&bars[e], cb + sb);
+            bulk_copy(tile, blob + p.down_q + (uint64_t)j0 * row_bytes, cb, &bars[e]);
+            bulk_copy(tile + kDnTileRows * row_bytes, blob + p.down_s + (uint64_t)j0 * nblocks * 2u, sb, &bars[e]);
+        }
+    }
+    /* Everything below reads what the gate_up pass wrote (the intermediate) or what came before it. */
+    hz_griddep_wait();
+    {
+        const uint4 *src = reinterpret_cast<const uint4 *>(p.inter);
+        uint4 *dst = reinterpret_cast<uint4 *>(acts);
+        const uint32_t per = p.ikp / 8u; /* 16-byte pieces per expert; act_bytes == 2 * ikp */
+        for (uint32_t c = threadIdx.x; c < p.n * per; c += blockDim.x) dst[c] = __ldcg(src + c);
+    }
+    __syncthreads(); /* barriers initialised; the intermediate of every expert staged */
+
+    const uint32_t g = lane >> 2, t = lane & 3u;
+    const uint32_t ra = g < rows ? g : 0u, rb = g + 8u < rows ? g + 8u : 0u;
+    for (uint32_t e = warp; e < p.n; e += warps) {
+        const uint8_t *tile = tiles + e * p.tile_bytes, *ts = tile + kDnTileRows * row_bytes;
+        const __half *act = reinterpret_cast<const __half *>(acts + e * p.act_bytes);
+        mbar_wait(&bars[e], 0);
+        const uint8_t *qa = tile + ra * row_bytes + 16u * t, *qb = tile + rb * row_bytes + 16u * t;
+        const __half *sa = reinterpret_cast<const __half *>(ts) + ra * nblocks;
+        const __half *sb = reinterpret_cast<const __half *>(ts) + rb * nblocks;
+        float acc_a = 0.0f, acc_b = 0.0f, d[4][4] = {};
+#pragma unroll 2
+        for (uint32_t s = 0; s < nseg; s++) {
+            const uint4 a = *reinterpret_cast<const uint4 *>(qa + 64u * s);
+            const uint4 b = *reinterpret_cast<const uint4 *>(qb + 64u * s);
+            uint32_t xh[16];
+            lds_raw_pairs(act, 4u * s + t, xh);
+            hz_mma_segment(d, a, b, xh);
+            if (s & 1u) hz_mma_fold(d, __half2float(sa[s >> 1]), __half2float(sb[s >> 1]), acc_a, acc_b);
+        }
+        if (t == 0) {
+            ys[e * kDnTileRows + g] = acc_a;
+            ys[e * kDnTileRows + g + 8u] = acc_b;
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x < rows) {
+        const uint32_t j = j0 + threadIdx.x;
+        float s = p.acc ? __ldcg(p.acc + j) : 0.0f;
+        for (uint32_t k = 0; k < p.n; k++) s = fmaf(__ldcg(p.weights + k), ys[k * kDnTileRows + threadIdx.x], s);
+        if (p.acc) p.acc[j] = s;
+        if (p.y) p.y[j] = __float2half_rn(s);
+    }
+}
+
+/* ---- gate_up and down in one cooperative launch ---------------------------------------------------
+ *
+ * One block per SM (all co-resident: cooperative launch, so the grid barrier cannot deadlock). Every
+ * block asks for all of its bytes before any math: its gate_up tiles and the down tiles of its output
+ * rows for every expert, each warp copying (LDGSTS) exactly the bytes it will compute on. It computes
+ * its gate_up tiles (K split over two warps, partial sums added in part order), writes the
+ * intermediate, the grid synchronises, each block stages the whole intermediate from L2 and computes
+ * its down tiles, whose codes arrived while gate_up ran, then adds the experts of each of its rows in
+ * the given order. The whole layer is one launch and one stream of copies.
+ *
+ * Where the time goes (H200, OLMoE layer, 2026-11-29, by switching parts off): reading the layer's
+ * bytes and the grid barrier take ~11 us (a plain streaming read of the same bytes: ~9.2 us); the
+ * code expansion and MMAs add ~4 us (gate_up) and ~2.5 us (down) of instruction issue on each SM that
+ * the copies do not hide, even with staged copies (tried: slower). */
+
+struct BulkFusedParams {
+    hz_blob_ptrs ptrs;
+    const uint8_t *const *blobs_dev;
+    const __half *x;
+    __half *inter; /* [n x ikp] */
+    const float *weights;
+    __half *y;
+    float *acc;
+    uint64_t gate_q, gate_s, up_q, up_s, down_q, down_s;
+    uint32_t hidden, hkp, inter_n, ikp, n;
+    uint32_t gu_tiles;     /* row tiles per expert: ceil(ikp / 8) */
+    uint32_t gu_per_block; /* consecutive gate_up tiles (of all experts, expert-major) per block */
+    uint32_t dn_tiles;     /* 16-row output tiles: ceil(hidden / 16) */
+    uint32_t dn_per_block; /* consecutive output tiles per block */
+    uint32_t gu_sc_bytes, gu_tile_bytes, dn_sc_bytes, dn_tile_bytes;
+    uint32_t off_x, off_gu, off_dn, off_act, off_red, smem_bytes;
+};
+
+/* Code rows in shared memory are swizzled: odd rows swap the two 64-byte halves of every 128 bytes, so
+ * the two rows that one quarter-warp reads in the same phase (g = 2m and 2m + 1) use different banks. */
+__device__ __forceinline__ uint32_t swz(uint32_t row, uint32_t chunk) { return chunk ^ ((row & 1u) << 2); }
+
+/* kSplit: each tile's K range is split over kSplit warps (whole 256-value blocks per part). Each warp
+ * copies exactly the bytes it computes on (LDGSTS, 16 bytes per lane and step; cp.async group 0: its
+ * gate_up items, group 1: its down items), so its math starts as soon as its own bytes are in, while
+ * the rest of the layer still streams. Every item keeps a private copy of its tile's scale rows. */
+template <int kWarps, int kSplit, uint32_t kStages>
+__global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_constant__ BulkFusedParams p) {
+    extern __shared__ __align__(128) uint8_t sm[];
+    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u;
+    uint32_t *xs = reinterpret_cast<uint32_t *>(sm + p.off_x);
+    const uint32_t h_row = p.hkp / 2u, h_nb = p.hkp / HZ_QBLOCK;
+    const uint32_t i_row = p.ikp / 2u, i_nb = p.ikp / HZ_QBLOCK;
+    const uint32_t gu_first = blockIdx.x * p.gu_per_block, dn_first = blockIdx.x * p.dn_per_block;
+    const uint32_t gu_total = p.n * p.gu_tiles;
+    const uint32_t gu_count = gu_first < gu_total ? min(p.gu_per_block, gu_total - gu_first) : 0u;
+    const uint32_t dn_count = dn_first < p.dn_tiles ? min(p.dn_per_block, p.dn_tiles - dn_first) : 0u;
+
+    /* 1. This warp's copies: its gate_up item (at most one per warp: the launcher checks) in kStages
+     * K stages, one cp.async group each, then its down items in one more group. Every warp commits the
+     * same number of groups, so the waits below count alike. Stage s of every SM is requested before
+     * stage s + 1 of any, so each SM's first stages land early and its math overlaps the stream. */
+    const uint32_t gq = warp % kSplit, gk = warp / kSplit;
+    const uint32_t g_tile = gu_first + gk, g_e = g_tile / p.gu_tiles, g_i0 = (g_tile % p.gu_tiles) * kGuTileRows;
+    const uint32_t g_rows = (warp < gu_count * kSplit && g_i0 < p.inter_n) ? min(kGuTileRows, p.inter_n - g_i0) : 0u;
+    const uint32_t pb0 = gq * h_nb / kSplit, pb1 = (gq + 1u) * h_nb / kSplit; /* this part's 256-blocks */
+    uint8_t *g_base = sm + p.off_gu + gk * p.gu_tile_bytes;
+#pragma unroll 1
+    for (uint32_t st = 0; st < kStages; st++) {
+        if (g_rows) {
+            const uint8_t *blob = hz_blob(p.ptrs, p.blobs_dev, (int)g_e);
+            const uint32_t b0 = pb0 + st * (pb1 - pb0) / kStages, b1 = pb0 + (st + 1u) * (pb1 - pb0) / kStages;
+            const uint32_t c0 = 8u * b0, cpr = 8u * (b1 - b0);
+            for (uint32_t c = lane; c < 2u * g_rows * cpr; c += 32u) {
+                const uint32_t proj = c / (g_rows * cpr), rem = c % (g_rows * cpr), rr = rem / cpr, ch = c0 + rem % cpr;
+                cp_async16(g_base + proj * kGuTileRows * h_row + rr * h_row + 16u * swz(rr, ch),
+                           blob + (proj ? p.up_q : p.gate_q) + (uint64_t)(g_i0 + rr) * h_row + 16u * ch);
+            }
+            if (st == 0) {
+                const uint32_t sc = round_up(g_rows * h_nb * 2u, 16u) / 16u;
+                uint8_t *sdst = g_base + 2u * kGuTileRows * h_row + gq * 2u * p.gu_sc_bytes;
+                for (uint32_t c = lane; c < 2u * sc; c += 32u) {
+                    const uint32_t proj = c / sc, off = 16u * (c % sc);
+                    cp_async16(sdst + proj * p.gu_sc_bytes + off,
+                               blob + (proj ? p.up_s : p.gate_s) + (uint64_t)g_i0 * h_nb * 2u + off);
+                }
+            }
+        }
+        cp_async_commit();
+    }
+    for (uint32_t item = warp; item < dn_count * p.n * kSplit; item += kWarps) {
+        const uint32_t u = item / kSplit, q = item % kSplit;
+        const uint32_t r = u / p.n, e = u % p.n, j0 = (dn_first + r) * kDnTileRows;
+        const uint32_t rows = min(kDnTileRows, p.hidden - j0);
+        const uint8_t *blob = hz_blob(p.ptrs, p.blobs_dev, (int)e);
+        uint8_t *base = sm + p.off_dn + u * p.dn_tile_bytes;
+        const uint32_t c0 = 8u * (q * i_nb / kSplit), cpr = 8u * ((q + 1u) * i_nb / kSplit) - c0;
+        for (uint32_t c = lane; c < rows * cpr; c += 32u) {
+            const uint32_t rr = c / cpr, ch = c0 + c % cpr;
+            cp_async16(base + rr * i_row + 16u * swz(rr, ch), blob + p.down_q + (uint64_t)(j0 + rr) * i_row + 16u * ch);
+        }
+        const uint32_t sc = round_up(rows * i_nb * 2u, 16u) / 16u;
+        uint8_t *sdst = base + kDnTileRows * i_row + q * p.dn_sc_bytes;
+        for (uint32_t c = lane; c < sc; c += 32u)
+            cp_async16(sdst + 16u * c, blob + p.down_s + (uint64_t)j0 * i_nb * 2u + 16u * c);
+    }
+    cp_async_commit();
+    hz_fill_act_records<false>(xs, p.x, 1, 0, p.hidden, p.hkp / HZ_QCHUNK);
+    __syncthreads(); /* x staged */
+
+    /* 2. gate_up: work item (tile k, K part q); the parts' FP32 sums meet in shared memory. */
+    float *red_gu = reinterpret_cast<float *>(sm + p.off_red); /* [gu_per_block][kSplit][8][2] */
+    float *red_dn = red_gu + p.gu_per_block * kSplit * kGuTileRows * 2u; /* [dn units][kSplit][16] */
+    if (warp < gu_count * kSplit) {
+        float acc_g = 0.0f, acc_u = 0.0f;
+        const uint32_t r = g < g_rows ? g : 0u;
+        const uint8_t *scb = g_base + 2u * kGuTileRows * h_row + gq * 2u * p.gu_sc_bytes;
+        const __half *sgp = reinterpret_cast<const __half *>(scb) + r * h_nb;
+        const __half *sup = reinterpret_cast<const __half *>(scb + p.gu_sc_bytes) + r * h_nb;
+        const uint8_t *qg = g_base + r * h_row, *qu = qg + kGuTileRows * h_row;
+        float d[4][4] = {};
+#pragma unroll 1
+        for (uint32_t st = 0; st < kStages; st++) {
+            cp_async_wait_n(kStages - st); /* this lane's stage st landed (later stages and down pending) */
+            __syncwarp();                  /* ... and every lane's of this warp is visible */
+            if (!g_rows) continue;
+            const uint32_t b0 = pb0 + st * (pb1 - pb0) / kStages, b1 = pb0 + (st + 1u) * (pb1 - pb0) / kStages;
+#pragma unroll 2
+            for (uint32_t s = 2u * b0; s < 2u * b1; s++) {
+                const uint32_t ch = 16u * swz(r, 4u * s + t);
+                const uint4 a = *reinterpret_cast<const uint4 *>(qg + ch);
+                const uint4 b = *reinterpret_cast<const uint4 *>(qu + ch);
+                uint32_t xh[16];
+                hz_lds_pairs(xs + (4u * s + t) * kActWords, xh);
+                hz_mma_segment(d, a, b, xh);
+                if (s & 1u) hz_mma_fold(d, __half2float(sgp[s >> 1]), __half2float(sup[s >> 1]), acc_g, acc_u);
+            }
+        }
+        if (t == 0) {
+            red_gu[((gk * kSplit + gq) * kGuTileRows + g) * 2u] = acc_g;
+            red_gu[((gk * kSplit + gq) * kGuTileRows + g) * 2u + 1u] = acc_u;
+        }
+    }
+    __syncthreads();
+    for (uint32_t idx = threadIdx.x; idx < gu_count * kGuTileRows; idx += blockDim.x) {
+        const uint32_t k = idx / kGuTileRows, gg = idx % kGuTileRows, tile = gu_first + k;
+        const uint32_t e = tile / p.gu_tiles, i = (tile % p.gu_tiles) * kGuTileRows + gg;
+        if (i >= p.ikp) continue;
+        float gs = 0.0f, us = 0.0f;
+        for (uint32_t q = 0; q < kSplit; q++) {
+            gs += red_gu[((k * kSplit + q) * kGuTileRows + gg) * 2u];
+            us += red_gu[((k * kSplit + q) * kGuTileRows + gg) * 2u + 1u];
+        }
+        p.inter[(uint64_t)e * p.ikp + i] = i < p.inter_n ? __float2half_rn(hz_silu_mul(gs, us)) : __float2half_rn(0.0f);
+    }
+
+    /* 3. The whole intermediate is written (grid.sync orders global memory across the grid). */
+    cooperative_groups::this_grid().sync();
+    if (dn_count == 0) return;
+    {
+        const uint4 *src = reinterpret_cast<const uint4 *>(p.inter);
+        uint4 *dst = reinterpret_cast<uint4 *>(sm + p.off_act);
+        for (uint32_t c = threadIdx.x; c < p.n * (p.ikp / 8u); c += blockDim.x) dst[c] = __ldcg(src + c);
+    }
+    cp_async_wait<0>(); /* this lane's down copies landed; the barrier below shares them */
+    __syncthreads();
+
+    /* 4. down: work item (unit u = (row tile, expert), K part q), then the ordered expert sum per row. */
+    for (uint32_t item = warp; item < dn_count * p.n * kSplit; item += kWarps) {
+        const uint32_t u = item / kSplit, q = item % kSplit;
+        const uint32_t r = u / p.n, e = u % p.n, j0 = (dn_first + r) * kDnTileRows;
+        const uint32_t rows = min(kDnTileRows, p.hidden - j0);
+        const uint32_t ra = g < rows ? g : 0u, rb = g + 8u < rows ? g + 8u : 0u;
+        const uint8_t *tile = sm + p.off_dn + u * p.dn_tile_bytes;
+        const __half *sc = reinterpret_cast<const __half *>(tile + kDnTileRows * i_row + q * p.dn_sc_bytes);
+        const __half *act = reinterpret_cast<const __half *>(sm + p.off_act) + (uint64_t)e * p.ikp;
+        const uint8_t *qa = tile + ra * i_row, *qb = tile + rb * i_row;
+        const uint32_t s0 = 2u * (q * i_nb / kSplit), s1 = 2u * ((q + 1u) * i_nb / kSplit);
+        float acc_a = 0.0f, acc_b = 0.0f, d[4][4] = {};
+#pragma unroll 2
+        for (uint32_t s = s0; s < s1; s++) {
+            const uint4 a = *reinterpret_cast<const uint4 *>(qa + 16u * swz(ra, 4u * s + t));
+            const uint4 b = *reinterpret_cast<const uint4 *>(qb + 16u * swz(rb, 4u * s + t));
+            uint32_t xh[16];
+            lds_raw_pairs(act, 4u * s + t, xh);
+            hz_mma_segment(d, a, b, xh);
+            if (s & 1u)
+                hz_mma_fold(d, __half2float(sc[ra * i_nb + (s >> 1)]), __half2float(sc[rb * i_nb + (s >> 1)]), acc_a,
+                            acc_b);
+        }
+        if (t == 0) {
+            red_dn[(u * kSplit + q) * kDnTileRows + g] = acc_a;
+            red_dn[(u * kSplit + q) * kDnTileRows + g + 8u] = acc_b;
+        }
+    }
+    __syncthreads();
+    for (uint32_t jl = threadIdx.x; jl < dn_count * kDnTileRows; jl += blockDim.x) {
+        const uint32_t r = jl / kDnTileRows, row = jl % kDnTileRows, j = dn_first * kDnTileRows + jl;
+        if (j >= p.hidden) break;
+        float s = p.acc ? __ldcg(p.acc + j) : 0.0f;
+        for (uint32_t e = 0; e < p.n; e++) {
+            float ye = 0.0f;
+            for (uint32_t q = 0; q < kSplit; q++) ye += red_dn[((r * p.n + e) * kSplit + q) * kDnTileRows + row];
+            s = fmaf(__ldcg(p.weights + e), ye, s);
+        }
+        if (p.acc) p.acc[j] = s;
+        if (p.y) p.y[j] = __float2half_rn(s);
+    }
+}
+
+/* ---- host side ---------------------------------------------------------------------------------- */
+
+/* Whether the kernels were built for sm_90+ and the current device is one, and its limits. Cached per
+ * process after the first successful query (one GPU model per process is assumed for the cache; a
+ * wrong guess only costs the fallback path or a launch error reported as HZ_EDEVICE). */
+struct DeviceInfo {
+    int ok;          /* bulk path usable */
+    int sms;         /* multiprocessors */
+    int smem_optin;  /* most dynamic shared memory per block */
+};
+
+/* The fused kernel as launched: 16 warps, each gate_up tile's K split over two warps, one copy stage.
+ * Chosen on the H200 (2026-11-29, tests/gpu/bench_w4a16) among 8/16/32 warps, K split 1/2/4, 1/2/4/8
+ * copy stages and bulk-copy (TMA) against LDGSTS copies: OLMoE layer 16.9-20.1 us, Qwen 14.0-18.5 us,
+ * this one the fastest or within 0.4 us of it for both shapes. */
+constexpr int kFusedWarpsUsed = 16, kFusedSplitUsed = 2;
+#define HZ_FUSED_KERNEL bulk_fused_kernel<kFusedWarpsUsed, kFusedSplitUsed, 1u>
+
+
+std::atomic<int> g_info_state{0}; /* 0 unknown, 1 known */
+DeviceInfo g_info;
+std::atomic<int> g_attr_set{0};   /* the kernels' shared-memory limits were raised */
+
+int device_info(DeviceInfo *out) {
+    if (g_info_state.load(std::memory_order_acquire) == 1) {
+        *out = g_info;
+        return HZ_OK;
+    }
+    DeviceInfo di = {0, 0, 0};
+    int dev = 0, major = 0;
+    cudaFuncAttributes fa;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&di.sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&di.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&fa, bulk_gate_up_kernel);
+    if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped (bulk)", "device query");
+    di.ok = major >= 9 && fa.binaryVersion >= 90;
+    g_info = di;
+    g_info_state.store(1, std::memory_order_release);
+    *out = di;
+    return HZ_OK;
+}
+
+/* Raises both kernels' dynamic shared-memory limit to the device maximum, once. Two threads racing here
+ * set the same value. */
+int raise_smem_limits(const DeviceInfo &di) {
+    if (g_attr_set.load(std::memory_order_acquire)) return HZ_OK;
+    cudaError_t e = cudaFuncSetAttribute(bulk_gate_up_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(bulk_down_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
+    /* All of the SM's unified L1/shared storage as shared memory, so that a down block (PDL) fits next to
+     * a gate_up block: the driver would otherwise pick the smallest carveout that holds one block. */
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(HZ_FUSED_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(bulk_gate_up_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 cudaSharedmemCarveoutMaxShared);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(bulk_down_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 cudaSharedmemCarveoutMaxShared);
+    if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped (bulk)", "cudaFuncSetAttribute");
+    g_attr_set.store(1, std::memory_order_release);
+    return HZ_OK;
+}
+
+void fill_blob_ptrs(const hz_w4a16_args *a, hz_blob_ptrs *ptrs, const uint8_t *const **dev) {
+    for (uint32_t e = 0; e < HZ_W4A16_MAX_EXPERTS; e++)
+        ptrs->p[e] = (a->blobs && e < a->n) ? static_cast<const uint8_t *>(a->blobs[e]) : nullptr;
+    *dev = a->blobs ? nullptr : reinterpret_cast<const uint8_t *const *>(a->blobs_dev);
+}
+
+/* Blob part offsets must keep the bulk copies 16-byte aligned (they are 256-aligned by the format). */
+bool layout_aligned(const hz_expert_layout *l) {
+    return ((l->gate_q | l->gate_s | l->up_q | l->up_s | l->down_q | l->down_s) & 15u) == 0;
+}
+
+} // namespace
+
+int hz_w4a16_bulk_gate_up_launch(const hz_w4a16_args *a, void *stream) {
+    const hz_expert_layout *l = a->layout;
+    DeviceInfo di;
+    int st = device_info(&di);
+    if (st != HZ_OK) return st;
+    if (!di.ok || !layout_aligned(l)) return kHzBulkNotApplicable;
+    BulkGuParams p;
+    fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
+    p.x = static_cast<const __half *>(a->x);
+    p.inter = static_cast<__half *>(a->scratch);
+    p.gate_q = l->gate_q;
+    p.gate_s = l->gate_s;
+    p.up_q = l->up_q;
+    p.up_s = l->up_s;
+    p.hidden = l->hidden;
+    p.hkp = l->gate.kp;
+    p.inter_n = l->inter;
+    p.ikp = l->down.kp;
+    p.n = a->n;
+    p.tiles = (p.ikp + kGuTileRows - 1u) / kGuTileRows;
+    p.xs_bytes = round_up((p.hkp / HZ_QCHUNK) * kActWords * 4u, 128u);
+    p.sc_bytes = round_up(kGuTileRows * (p.hkp / HZ_QBLOCK) * 2u, 16u);
+    p.warp_bytes = round_up(2u * kGuTileRows * (p.hkp / 2u) + 2u * p.sc_bytes, 128u);
+    /* Eight warps per block unless that would leave more than half the SMs without a block. */
+    const uint64_t tiles = (uint64_t)p.n * p.tiles;
+    uint32_t warps = kMaxGuWarps;
+    while (warps > 1 && (tiles + warps - 1) / warps < (uint64_t)di.sms / 2u) warps /= 2;
+    while (warps > 1 && gu_smem_bytes(p, warps) > (uint32_t)di.smem_optin) warps /= 2;
+    if (gu_smem_bytes(p, warps) > (uint32_t)di.smem_optin) return kHzBulkNotApplicable;
+    st = raise_smem_limits(di);
+    if (st != HZ_OK) return st;
+    const unsigned blocks = (unsigned)((tiles + warps - 1) / warps);
+    bulk_gate_up_kernel<<<blocks, warps * 32u, gu_smem_bytes(p, warps), static_cast<cudaStream_t>(stream)>>>(p);
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped gate_up (bulk)", "kernel launch");
+    return HZ_OK;
+}
+
+int hz_w4a16_bulk_down_launch(const hz_w4a16_args *a, void *stream) {
+    const hz_expert_layout *l = a->layout;
+    DeviceInfo di;
+    int st = device_info(&di);
+    if (st != HZ_OK) return st;
+    if (!di.ok || !layout_aligned(l) || a->n > 32u) return kHzBulkNotApplicable;
+    BulkDnParams p;
+    fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
+    p.inter = static_cast<const __half *>(a->scratch);
+    p.weights = a->weights;
+    p.y = static_cast<__half *>(a->y);
+    p.acc = a->acc;
+    p.down_q = l->down_q;
+    p.down_s = l->down_s;
+    p.hidden = l->hidden;
+    p.ikp = l->down.kp;
+    p.n = a->n;
+    p.act_bytes = p.ikp * 2u;
+    p.sc_bytes = round_up(kDnTileRows * (p.ikp / HZ_QBLOCK) * 2u, 16u);
+    p.tile_bytes = round_up(kDnTileRows * (p.ikp / 2u) + p.sc_bytes, 128u);
+    const uint32_t smem = dn_smem_bytes(p);
+    if (smem > (uint32_t)di.smem_optin) return kHzBulkNotApplicable;
+    st = raise_smem_limits(di);
+    if (st != HZ_OK) return st;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((p.hidden + kDnTileRows - 1u) / kDnTileRows);
+    cfg.blockDim = dim3(32u * (p.n < kMaxDnWarps ? p.n : kMaxDnWarps));
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = static_cast<cudaStream_t>(stream);
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = (a->flags & HZ_W4A16_PDL) ? 1 : 0;
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, bulk_down_kernel, p);
+    if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped down (bulk)", "cudaLaunchKernelEx");
+    return HZ_OK;
+}
+
+int hz_w4a16_bulk_fused_launch(const hz_w4a16_args *a, void *stream) {
+    const hz_expert_layout *l = a->layout;
+    DeviceInfo di;
+    int st = device_info(&di);
+    if (st != HZ_OK) return st;
+    if (!di.ok || !layout_aligned(l) || di.sms <= 0) return kHzBulkNotApplicable;
+    BulkFusedParams p;
+    fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
+    p.x = static_cast<const __half *>(a->x);
+    p.inter = static_cast<__half *>(a->scratch);
+    p.weights = a->weights;
+    p.y = static_cast<__half *>(a->y);
+    p.acc = a->acc;
+    p.gate_q = l->gate_q;
+    p.gate_s = l->gate_s;
+    p.up_q = l->up_q;
+    p.up_s = l->up_s;
+    p.down_q = l->down_q;
+    p.down_s = l->down_s;
+    p.hidden = l->hidden;
+    p.hkp = l->gate.kp;
+    p.inter_n = l->inter;
+    p.ikp = l->down.kp;
+    p.n = a->n;
+    p.gu_tiles = (p.ikp + kGuTileRows - 1u) / kGuTileRows;
+    p.dn_tiles = (p.hidden + kDnTileRows - 1u) / kDnTileRows;
+    /* One block per SM at most; each block's share of both passes is a run of consecutive tiles. */
+    const uint32_t gu_total = p.n * p.gu_tiles;
+    uint32_t grid = gu_total > p.dn_tiles ? gu_total : p.dn_tiles;
+    if (grid > (uint32_t)di.sms) grid = (uint32_t)di.sms;
+    p.gu_per_block = (gu_total + grid - 1u) / grid;
+    p.dn_per_block = (p.dn_tiles + grid - 1u) / grid;
+    const uint32_t g1 = (gu_total + p.gu_per_block - 1u) / p.gu_per_block;
+    const uint32_t g2 = (p.dn_tiles + p.dn_per_block - 1u) / p.dn_per_block;
+    grid = g1 > g2 ? g1 : g2;
+    const uint32_t split = (uint32_t)kFusedSplitUsed;
+    p.gu_sc_bytes = round_up(kGuTileRows * (p.hkp / HZ_QBLOCK) * 2u, 16u);
+    p.gu_tile_bytes = round_up(2u * kGuTileRows * (p.hkp / 2u) + split * 2u * p.gu_sc_bytes, 128u);
+    p.dn_sc_bytes = round_up(kDnTileRows * (p.ikp / HZ_QBLOCK) * 2u, 16u);
+    p.dn_tile_bytes = round_up(kDnTileRows * (p.ikp / 2u) + split * p.dn_sc_bytes, 128u);
+    if (p.gu_per_block * split > (uint32_t)kFusedWarpsUsed) return kHzBulkNotApplicable; /* one gate_up item per warp */
+    const uint64_t off_x = 0, off_gu = off_x + round_up((p.hkp / HZ_QCHUNK) * kActWords * 4u, 128u);
+    const uint64_t off_dn = off_gu + (uint64_t)p.gu_per_block * p.gu_tile_bytes;
+    const uint64_t off_act = off_dn + (uint64_t)p.dn_per_block * p.n * p.dn_tile_bytes;
+    const uint64_t off_red = off_act + round_up(p.n * p.ikp * 2u, 128u);
+    const uint64_t total =
+        off_red + 4u * (uint64_t)split * (p.gu_per_block * kGuTileRows * 2u + p.dn_per_block * p.n * kDnTileRows);
+    if (total > (uint64_t)di.smem_optin) return kHzBulkNotApplicable;
+    p.off_x = (uint32_t)off_x;
+    p.off_gu = (uint32_t)off_gu;
+    p.off_dn = (uint32_t)off_dn;
+    p.off_act = (uint32_t)off_act;
+    p.off_red = (uint32_t)off_red;
+    p.smem_bytes = (uint32_t)total;
+    st = raise_smem_limits(di);
+    if (st != HZ_OK) return st;
+    /* A cooperative grid must be resident all at once; with another kernel's blocks resident the launch
+     * fails rather than deadlocks, and occupancy says up front whether it can fit at all. */
+    int per_sm = 0;
+    cudaError_t e =
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, HZ_FUSED_KERNEL, kFusedWarpsUsed * 32, p.smem_bytes);
+    if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped (bulk fused)", "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    if ((uint64_t)per_sm * (uint64_t)di.sms < grid) return kHzBulkNotApplicable;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(kFusedWarpsUsed * 32);
+    cfg.dynamicSmemBytes = p.smem_bytes;
+    cfg.stream = static_cast<cudaStream_t>(stream);
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeCooperative;
+    attr[0].val.cooperative = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    e = cudaLaunchKernelEx(&cfg, HZ_FUSED_KERNEL, p);
+    if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped (bulk fused)", "cudaLaunchKernelEx");
+    return HZ_OK;
+}
