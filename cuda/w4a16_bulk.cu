@@ -225,6 +225,7 @@ __global__ void __launch_bounds__(kMaxDnWarps * 32) bulk_down_kernel(const __gri
     uint8_t *acts = sm + kDnBarBytes, *tiles = acts + p.n * p.act_bytes;
     float *ys = reinterpret_cast<float *>(tiles + p.n * p.tile_bytes); /* [n][16] */
 
+    hz_griddep_launch_dependents(); /* as in the fused kernel: the next kernel waits before reading */
     if (lane == 0) {
         /* The blobs are not written by the gate_up pass: this may run before griddepcontrol.wait. */
         const uint32_t cb = rows * row_bytes, sb = round_up(rows * nblocks * 2u, 16u);
@@ -325,6 +326,9 @@ __device__ __forceinline__ uint32_t swz(uint32_t row, uint32_t chunk) { return c
 template <int kWarps, int kSplit, uint32_t kStages>
 __global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_constant__ BulkFusedParams p) {
     extern __shared__ __align__(128) uint8_t sm[];
+    /* The next kernel of the step (launched with programmatic dependent launch) may start its own
+     * weight loads as our blocks retire; it waits for this grid before reading anything we write. */
+    hz_griddep_launch_dependents();
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u;
     uint32_t *xs = reinterpret_cast<uint32_t *>(sm + p.off_x);
     const uint32_t h_row = p.hkp / 2u, h_nb = p.hkp / HZ_QBLOCK;

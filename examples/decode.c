@@ -2,7 +2,7 @@
  *
  *   decode MODEL.hzq [--device auto|cpu|cuda:N] [--resident N] [--tokens N]
  *                    [--prompt "1,2,3" | --prompt-file F] [--executor NAME]
- *                    [--transport serial|threaded|registered] [--stop-at-eos] [--json]
+ *                    [--transport serial|threaded|registered] [--prefetch] [--stop-at-eos] [--json]
  *
  * Opens the artifact as a host backing, opens a device, creates a cache holding N routed experts per
  * layer (0 or absent: all), creates the model and a session, prefills the prompt, then decodes greedily.
@@ -28,7 +28,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: decode MODEL.hzq [--device auto|cpu|cuda:N] [--resident N] [--tokens N]\n"
             "                        [--prompt \"1,2,3\" | --prompt-file F] [--executor NAME]\n"
-            "                        [--transport serial|threaded|registered] [--stop-at-eos] [--json]\n"
+            "                        [--transport serial|threaded|registered] [--prefetch] [--stop-at-eos]\n"
+            "                        [--json]\n"
             "  --device     device to run on (default auto)\n"
             "  --resident   routed experts kept on the device per layer (default 0 = all)\n"
             "  --tokens     tokens to generate (default 16)\n"
@@ -39,6 +40,8 @@ static void usage(FILE *f) {
             "  --transport  how missed experts reach the device (default serial): serial stages each one\n"
             "               through pinned memory on the decoding thread, threaded splits those copies over\n"
             "               a thread pool, registered copies straight from the model file's pages\n"
+            "  --prefetch   while a layer computes, start loading the experts the next layer's router\n"
+            "               predicts from the current hidden state (HZ_PREFETCH_NEXT_LAYER)\n"
             "  --stop-at-eos  stop when the model produces its EOS token\n"
             "  --json       print one final JSON line\n");
 }
@@ -159,7 +162,7 @@ int main(int argc, char **argv) {
     const char *model_path = NULL, *device_name = "auto", *prompt_text = NULL, *prompt_file = NULL;
     const char *executor = "auto", *transport = "serial";
     uint32_t resident = 0, n_tokens = 16;
-    int json = 0, stop_eos = 0;
+    int json = 0, stop_eos = 0, prefetch = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_value = i + 1 < argc;
@@ -170,6 +173,8 @@ int main(int argc, char **argv) {
             json = 1;
         } else if (strcmp(a, "--stop-at-eos") == 0) {
             stop_eos = 1;
+        } else if (strcmp(a, "--prefetch") == 0) {
+            prefetch = 1;
         } else if (strcmp(a, "--device") == 0 && has_value) {
             device_name = argv[++i];
         } else if (strcmp(a, "--executor") == 0 && has_value) {
@@ -252,6 +257,7 @@ int main(int argc, char **argv) {
     hz_cache_options_init(&co);
     co.capacity = resident;
     co.transport = transport_id; /* threaded: staging_threads 0 = one per online CPU, at most 16 */
+    co.prefetch = prefetch ? HZ_PREFETCH_NEXT_LAYER : HZ_PREFETCH_OFF;
     if ((st = hz_cache_create(backing, device, &co, &cache))) {
         rc = fail("creating the cache", st);
         goto done;

@@ -2,7 +2,8 @@
  *
  *   hz-bench MODEL.hzq [--device auto|cpu|cuda:N] [--resident N[,N...]] [--executor NAME]
  *            [--prompts 12] [--blocks 3] [--tokens 128] [--warmup 64]
- *            [--transport serial|threaded|registered] [--staging-threads N] [--json OUT.json|-] [--quick]
+ *            [--transport serial|threaded|registered] [--staging-threads N] [--h2d-ceiling GBPS]
+ *            [--prefetch] [--json OUT.json|-] [--quick]
  *
  * For every residency in the list it creates a fresh cache (canonical initial placement, LRU eviction),
  * a model and one session, runs a warmup request that no figure includes, then runs the fixed prompt
@@ -19,6 +20,11 @@
  *   VRAM peak: device-wide (total - free) from hz_device_describe_json, sampled outside the timed
  *   sections; the device's own "UNSUPPORTED"/"UNKNOWN" is passed through, never replaced by a number
  *   RSS peak: VmHWM from /proc/self/status (getrusage ru_maxrss when that is unreadable)
+ *   miss path: miss_transfer_bytes / miss_transfer_seconds deltas (GB/s), and that over --h2d-ceiling;
+ *   prefetch hits and wasted bytes; staging bytes / seconds -- each "UNKNOWN" when the cache stats
+ *   lack the counter, never an invented number
+ *   per phase: the cache counters summed over each request's prefill and over its decode steps (read
+ *   between the two; that read is timed and left out of the response time)
  *
  * Exit status 0 on success, 1 on any error (the message goes to stderr). */
 #include <errno.h>
@@ -39,7 +45,7 @@
  * The prompt rule. Changing any constant here changes every figure: bump BENCH_SCHEMA with it.
  * ---------------------------------------------------------------------------------------------- */
 
-#define BENCH_SCHEMA 1
+#define BENCH_SCHEMA 2 /* 2: the cache-stats read between prefill and decode is left out of response times */
 #define PROMPT_SEED UINT64_C(0x486f72697a6f6e31) /* "Horizon1" */
 #define PROMPT_MIN_LEN 16u
 #define PROMPT_MAX_LEN 128u
@@ -111,6 +117,19 @@ static int parse_u32(const char *s, const char *what, uint32_t *out) {
         return -1;
     }
     *out = (uint32_t)v;
+    return 0;
+}
+
+/* A positive bandwidth in GB/s ("49.2"). */
+static int parse_gbps(const char *s, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno || !(v > 0) || v > 1e6) {
+        fprintf(stderr, "hz-bench: --h2d-ceiling must be a positive number of GB/s, got '%s'\n", s);
+        return -1;
+    }
+    *out = v;
     return 0;
 }
 
@@ -251,16 +270,26 @@ typedef struct request_result {
     uint32_t prompt_len;
     uint32_t tokens; /* N */
     double ttft_s;
-    double response_s;
+    double response_s;   /* ttft_s + decode time; the stats read between the two phases is not in it */
+    double stats_read_s; /* that read, excluded */
     uint32_t eos_substitutions;
 } request_result;
+
+/* The counters every figure needs; all must be numbers in hz_cache_stats_json. */
+static const char *const k_counters[] = {"hits",      "misses",      "h2d_bytes",       "h2d_copies",
+                                         "expert_d2h_bytes", "evictions", "publications", "acquires"};
+#define N_COUNTERS (sizeof k_counters / sizeof k_counters[0])
 
 typedef struct bench_ctx {
     hz_session *session;
     int32_t eos;
     uint32_t vocab;
     uint64_t digest; /* FNV-1a over the generated ids of the measured requests */
+    hz_cache *cache;
+    double prefill[N_COUNTERS], decode[N_COUNTERS]; /* counter deltas of the measured requests, by phase */
 } bench_ctx;
+
+static int cache_counts(hz_cache *cache, double *v);
 
 /* Greedy with EOS suppressed: when the sampler picked EOS, the best other token (largest logit,
  * lowest id on ties, the sampler's own tie rule) replaces it. */
@@ -293,18 +322,26 @@ static void digest_add(uint64_t *h, int32_t t) {
 }
 
 /* Runs one request: reset, prefill (its sampled token is the first output), then n_out - 1 decode
- * steps. TTFT ends when the first output token is known, the response when the last one is. */
+ * steps. TTFT ends when the first output token is known, the response when the last one is. A measured
+ * request also reads the cache counters before, between the two phases and after, so the decode
+ * phase's misses and H2D bytes are known apart from the prefill's (the decode roofline needs them); the
+ * read between the phases is timed and left out of the response time. */
 static int run_request(bench_ctx *c, const int32_t *prompt, uint32_t len, uint32_t n_out, int measured,
                        request_result *r) {
     int st;
+    double c0[N_COUNTERS], c1[N_COUNTERS], c2[N_COUNTERS];
+    int split = measured && c->cache;
     memset(r, 0, sizeof *r);
     r->prompt_len = len;
     if ((st = hz_session_reset(c->session))) return fail_hz("resetting the session", st);
+    if (split && cache_counts(c->cache, c0)) return 1;
     int32_t next = -1;
     double t0 = now_s();
     if ((st = hz_prefill(c->session, prompt, len, &next))) return fail_hz("prefill", st);
     if (suppress_eos(c, &next, &r->eos_substitutions)) return 1;
     double t_first = now_s();
+    if (split && cache_counts(c->cache, c1)) return 1;
+    double t_resume = now_s();
     if (measured) digest_add(&c->digest, next);
     for (uint32_t i = 1; i < n_out; i++) {
         if ((st = hz_decode_step(c->session, next, &next))) return fail_hz("decode step", st);
@@ -312,20 +349,21 @@ static int run_request(bench_ctx *c, const int32_t *prompt, uint32_t len, uint32
         if (measured) digest_add(&c->digest, next);
     }
     double t_end = now_s();
+    if (split && cache_counts(c->cache, c2)) return 1;
     r->tokens = n_out;
     r->ttft_s = t_first - t0;
-    r->response_s = t_end - t0;
+    r->response_s = r->ttft_s + (t_end - t_resume);
+    r->stats_read_s = t_resume - t_first;
+    for (size_t i = 0; split && i < N_COUNTERS; i++) {
+        c->prefill[i] += c1[i] - c0[i];
+        c->decode[i] += c2[i] - c1[i];
+    }
     return 0;
 }
 
 /* ------------------------------------------------------------------------------------------------
- * Cache counters
+ * Cache counters (k_counters is defined above, with the request that reads them by phase)
  * ---------------------------------------------------------------------------------------------- */
-
-/* The counters every figure needs; all must be numbers in hz_cache_stats_json. */
-static const char *const k_counters[] = {"hits",      "misses",      "h2d_bytes",       "h2d_copies",
-                                         "expert_d2h_bytes", "evictions", "publications", "acquires"};
-#define N_COUNTERS (sizeof k_counters / sizeof k_counters[0])
 
 typedef struct cache_snap {
     double v[N_COUNTERS];
@@ -353,6 +391,32 @@ static int cache_snapshot(hz_cache *cache, cache_snap *s) {
     return 0;
 }
 
+/* The k_counters values of the cache now, without keeping its JSON (the per-request phase reads). */
+static int cache_counts(hz_cache *cache, double *v) {
+    cache_snap s = {{0}, NULL};
+    if (cache_snapshot(cache, &s)) return 1;
+    memcpy(v, s.v, sizeof s.v);
+    cJSON_Delete(s.raw);
+    return 0;
+}
+
+/* {counter: sum} of one phase's deltas, plus its hit rate (null without acquires). */
+static cJSON *phase_json(const double *v) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    double hits = 0, misses = 0;
+    for (size_t i = 0; i < N_COUNTERS; i++) {
+        cJSON_AddNumberToObject(o, k_counters[i], v[i]);
+        if (!strcmp(k_counters[i], "hits")) hits = v[i];
+        if (!strcmp(k_counters[i], "misses")) misses = v[i];
+    }
+    if (hits + misses > 0)
+        cJSON_AddNumberToObject(o, "hit_rate", hits / (hits + misses));
+    else
+        cJSON_AddNullToObject(o, "hit_rate");
+    return o;
+}
+
 static double snap_get(const cache_snap *s, const char *key) {
     for (size_t i = 0; i < N_COUNTERS; i++)
         if (strcmp(k_counters[i], key) == 0) return s->v[i];
@@ -373,6 +437,81 @@ static cJSON *cache_delta_json(const cache_snap *a, const cache_snap *b) {
     return o;
 }
 
+/* Counters a library may or may not have (newer statistics): b - a when both snapshots hold a number
+ * under `key`, else -1 (the caller reports "UNKNOWN", never a made-up 0). */
+static int opt_delta(const cache_snap *a, const cache_snap *b, const char *key, double *out) {
+    double va, vb;
+    if (json_u64(a->raw, key, &va) || json_u64(b->raw, key, &vb)) return -1;
+    *out = vb - va;
+    return 0;
+}
+
+/* `key`: the delta, or "UNKNOWN" when the library does not report the counter. */
+static void add_opt_delta(cJSON *o, const char *key, const cache_snap *a, const cache_snap *b, const char *stat) {
+    double v;
+    if (opt_delta(a, b, stat, &v) == 0)
+        cJSON_AddNumberToObject(o, key, v);
+    else
+        cJSON_AddStringToObject(o, key, "UNKNOWN");
+}
+
+/* A rate in GB/s of two optional deltas: a number when both exist and seconds > 0, null when they exist
+ * but nothing was timed (no transfer in the window), "UNKNOWN" when the library lacks either counter.
+ * Returns the rate, or -1 when it is not a number. */
+static double add_opt_rate(cJSON *o, const char *key, const cache_snap *a, const cache_snap *b, const char *bytes_stat,
+                           const char *seconds_stat) {
+    double bytes, secs;
+    if (opt_delta(a, b, bytes_stat, &bytes) || opt_delta(a, b, seconds_stat, &secs)) {
+        cJSON_AddStringToObject(o, key, "UNKNOWN");
+        return -1;
+    }
+    if (secs > 0) {
+        cJSON_AddNumberToObject(o, key, bytes / secs * 1e-9);
+        return bytes / secs * 1e-9;
+    }
+    cJSON_AddNullToObject(o, key);
+    return -1;
+}
+
+/* The miss path over the measured window (doc/bench.md): bytes moved by miss rounds over the wall time
+ * from each round's first staging copy to its publication, and that rate against the pinned H2D
+ * ceiling measured by hz-ceilings at expert size (--h2d-ceiling). Also the speculative-prefetch and
+ * staging counters. Every figure the library does not report is "UNKNOWN". Returns the miss-path GB/s,
+ * or -1 when there is none. */
+static double miss_path_json(cJSON *run, const cache_snap *a, const cache_snap *b, double h2d_ceiling_gbps) {
+    cJSON *mp = cJSON_AddObjectToObject(run, "miss_path");
+    add_opt_delta(mp, "bytes", a, b, "miss_transfer_bytes");
+    add_opt_delta(mp, "seconds", a, b, "miss_transfer_seconds");
+    double g = add_opt_rate(mp, "gbps", a, b, "miss_transfer_bytes", "miss_transfer_seconds");
+    if (h2d_ceiling_gbps > 0)
+        cJSON_AddNumberToObject(mp, "h2d_ceiling_gbps", h2d_ceiling_gbps);
+    else
+        cJSON_AddStringToObject(mp, "h2d_ceiling_gbps", "UNKNOWN");
+    const cJSON *gj = cJSON_GetObjectItemCaseSensitive(mp, "gbps");
+    if (g >= 0 && h2d_ceiling_gbps > 0)
+        cJSON_AddNumberToObject(mp, "fraction_of_h2d_ceiling", g / h2d_ceiling_gbps);
+    else if (cJSON_IsNull(gj))
+        cJSON_AddNullToObject(mp, "fraction_of_h2d_ceiling");
+    else
+        cJSON_AddStringToObject(mp, "fraction_of_h2d_ceiling", "UNKNOWN");
+    cJSON_AddStringToObject(mp, "definition",
+                            "gbps = delta miss_transfer_bytes / delta miss_transfer_seconds of hz_cache_stats_json "
+                            "over the measured requests (a miss round's wall time from its first staging copy to "
+                            "its publication, summed); fraction = gbps / h2d_ceiling_gbps (hz-ceilings pinned H2D "
+                            "at expert size, passed with --h2d-ceiling); null: no miss in the window; UNKNOWN: "
+                            "not reported by this library or no ceiling given");
+
+    cJSON *pf = cJSON_AddObjectToObject(run, "prefetch");
+    add_opt_delta(pf, "hits", a, b, "prefetch_hits");
+    add_opt_delta(pf, "wasted_bytes", a, b, "prefetch_wasted_bytes");
+
+    cJSON *sg = cJSON_AddObjectToObject(run, "staging");
+    add_opt_delta(sg, "bytes", a, b, "staging_copy_bytes");
+    add_opt_delta(sg, "seconds", a, b, "staging_copy_seconds");
+    add_opt_rate(sg, "gbps", a, b, "staging_copy_bytes", "staging_copy_seconds");
+    return g;
+}
+
 /* ------------------------------------------------------------------------------------------------
  * Options, model shape
  * ---------------------------------------------------------------------------------------------- */
@@ -382,6 +521,8 @@ typedef struct bench_opts {
     uint32_t prompts, blocks, tokens, warmup;
     int quick;
     uint32_t staging_threads; /* threaded transport; 0 = the library's default */
+    int prefetch;             /* --prefetch: HZ_PREFETCH_NEXT_LAYER */
+    double h2d_ceiling_gbps;  /* pinned H2D at expert size from hz-ceilings; 0 = not given */
 } bench_opts;
 
 /* hz_transport by name; -1 for a name the library does not offer. */
@@ -494,6 +635,7 @@ typedef struct table_row {
     double pooled, overall, ttft_ms, resp_ms, spread, hit_rate, misses, h2d_mb;
     int invariant_checker;
     char vram[32], rss[32];
+    char miss_bw[16], miss_frac[16]; /* miss-path GB/s and its % of the H2D ceiling, or "-"/"UNKNOWN" */
 } table_row;
 
 static void fmt_bytes(char *buf, size_t cap, double bytes) {
@@ -512,6 +654,20 @@ typedef struct shared_state {
     model_shape shape;
     int have_shape;
 } shared_state;
+
+/* The table's miss-path cells: GB/s and % of the ceiling; "-" when the window had no miss transfer,
+ * "UNKNOWN" when the library does not report the counters (or, for the %, no ceiling was given). */
+static void miss_cells(table_row *row, const cJSON *run, double gbps, double ceiling) {
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "miss_path"), "gbps");
+    if (gbps >= 0)
+        snprintf(row->miss_bw, sizeof row->miss_bw, "%.2f", gbps);
+    else
+        snprintf(row->miss_bw, sizeof row->miss_bw, "%s", cJSON_IsNull(g) ? "-" : "UNKNOWN");
+    if (gbps >= 0 && ceiling > 0)
+        snprintf(row->miss_frac, sizeof row->miss_frac, "%.1f%%", 100.0 * gbps / ceiling);
+    else
+        snprintf(row->miss_frac, sizeof row->miss_frac, "%s", cJSON_IsNull(g) ? "-" : "UNKNOWN");
+}
 
 /* Runs one residency and appends its report object to `runs`. */
 static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_row *row) {
@@ -539,6 +695,7 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
     co.eviction = HZ_EVICT_LRU;
     co.transport = transport_from_name(o->transport); /* main() checked the name */
     co.staging_threads = o->staging_threads;
+    co.prefetch = o->prefetch ? HZ_PREFETCH_NEXT_LAYER : HZ_PREFETCH_OFF;
     co.initial_placement = NULL; /* canonical: experts 0..capacity-1 of every layer */
     if ((st = hz_cache_create(S->backing, S->device, &co, &cache))) {
         char what[64];
@@ -606,13 +763,19 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
         rc = fail_hz("creating the session", st);
         goto done;
     }
-    bench_ctx c = {session, info.eos_token, info.vocab_size, UINT64_C(0xcbf29ce484222325)};
+    bench_ctx c;
+    memset(&c, 0, sizeof c);
+    c.session = session;
+    c.eos = info.eos_token;
+    c.vocab = info.vocab_size;
+    c.digest = UINT64_C(0xcbf29ce484222325);
+    c.cache = cache;
 
     if (cache_snapshot(cache, &s_create)) goto done;
     if (vram_sample(S->device, &vp)) goto done;
 
     /* Warmup: excluded from every figure, but it does move the cache (that is its purpose). */
-    request_result wr = {0, 0, 0, 0, 0};
+    request_result wr;
     if (o->warmup && run_request(&c, S->warmup_prompt, WARMUP_PROMPT_LEN, o->warmup, 0, &wr)) goto done;
     if (cache_snapshot(cache, &s_warm)) goto done;
     if (vram_sample(S->device, &vp)) goto done;
@@ -641,7 +804,7 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
     if (rss > S->rss_process_peak) S->rss_process_peak = rss;
 
     /* Figures. */
-    double sum_n = 0, sum_n1 = 0, sum_resp = 0, sum_dec = 0, sum_ttft = 0;
+    double sum_n = 0, sum_n1 = 0, sum_resp = 0, sum_dec = 0, sum_ttft = 0, sum_pause = 0;
     uint32_t subs = 0;
     cJSON *blocks = cJSON_CreateArray(), *reqs = cJSON_CreateArray();
     run = cJSON_CreateObject();
@@ -660,6 +823,7 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
             bresp += r->response_s;
             bdec += r->response_s - r->ttft_s;
             sum_ttft += r->ttft_s;
+            sum_pause += r->stats_read_s;
             subs += r->eos_substitutions;
             cJSON *rj = cJSON_CreateObject();
             if (!rj) {
@@ -674,6 +838,7 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
             cJSON_AddNumberToObject(rj, "tokens", r->tokens);
             cJSON_AddNumberToObject(rj, "ttft_s", r->ttft_s);
             cJSON_AddNumberToObject(rj, "response_s", r->response_s);
+            cJSON_AddNumberToObject(rj, "stats_read_s", r->stats_read_s);
             cJSON_AddNumberToObject(rj, "eos_substitutions", r->eos_substitutions);
             cJSON_AddItemToArray(reqs, rj);
         }
@@ -710,6 +875,7 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
     snprintf(res_label, sizeof res_label, "c%u/%u", res_eff, experts);
     cJSON_AddStringToObject(label, "residency", res_label);
     cJSON_AddStringToObject(label, "transport", json_str(s_end.raw, "transport", "UNKNOWN"));
+    cJSON_AddStringToObject(label, "prefetch", json_str(s_end.raw, "prefetch", "UNKNOWN"));
     cJSON_AddStringToObject(label, "eviction", json_str(s_end.raw, "eviction", "UNKNOWN"));
     cJSON_AddStringToObject(label, "initial_placement", "canonical");
     cJSON_AddStringToObject(label, "device", hz_device_name(S->device));
@@ -732,6 +898,7 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
     cJSON_AddNumberToObject(run, "ttft_mean_s", n_req ? sum_ttft / n_req : 0);
     cJSON_AddNumberToObject(run, "response_mean_s", n_req ? sum_resp / n_req : 0);
     cJSON_AddNumberToObject(run, "eos_substitutions", subs);
+    cJSON_AddNumberToObject(run, "stats_read_seconds_excluded", sum_pause);
     char dig[24];
     snprintf(dig, sizeof dig, "%016" PRIx64, c.digest);
     cJSON_AddStringToObject(run, "generated_tokens_fnv1a64", dig);
@@ -745,6 +912,8 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
     cJSON *measured = cache_delta_json(&s_warm, &s_end);
     cJSON *warm = cache_delta_json(&s_create, &s_warm);
     cJSON_AddItemToObject(cj, "measured", measured);
+    cJSON_AddItemToObject(cj, "measured_prefill", phase_json(c.prefill));
+    cJSON_AddItemToObject(cj, "measured_decode", phase_json(c.decode));
     cJSON_AddItemToObject(cj, "warmup", warm);
     {
         double v;
@@ -757,6 +926,8 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
     cJSON_AddNumberToObject(cj, "misses_since_creation", snap_get(&s_end, "misses"));
     cJSON_AddNumberToObject(cj, "expert_d2h_bytes_since_creation",
                             snap_get(&s_end, "expert_d2h_bytes") - snap_get(&s_create, "expert_d2h_bytes"));
+    double miss_gbps = miss_path_json(run, &s_warm, &s_end, o->h2d_ceiling_gbps);
+    miss_cells(row, run, miss_gbps, o->h2d_ceiling_gbps);
     cJSON_AddItemToObject(cj, "stats_end", s_end.raw);
     s_end.raw = NULL;
 
@@ -842,7 +1013,7 @@ static void usage(FILE *f) {
             "usage: hz-bench MODEL.hzq [--device auto|cpu|cuda:N] [--resident N[,N...]] [--executor NAME]\n"
             "                [--prompts 12] [--blocks 3] [--tokens 128] [--warmup 64]\n"
             "                [--transport serial|threaded|registered] [--staging-threads N]\n"
-            "                [--json OUT.json|-] [--quick]\n"
+            "                [--h2d-ceiling GBPS] [--prefetch] [--json OUT.json|-] [--quick]\n"
             "Measures the performance contract (DESIGN.md section 6, doc/bench.md): for each residency a\n"
             "fresh cache (canonical initial placement: experts 0..N-1 of every layer, then LRU evolving over\n"
             "the whole run), a warmup request excluded from every figure, then the fixed prompts run --blocks\n"
@@ -859,13 +1030,17 @@ static void usage(FILE *f) {
             "               copies split over a thread pool), registered (no staging: the backing is\n"
             "               registered for direct DMA) (default serial)\n"
             "  --staging-threads  copy threads of the threaded transport (default 0 = online CPUs, at most 16)\n"
+            "  --prefetch   speculative next-layer prefetch (HZ_PREFETCH_NEXT_LAYER; default off)\n"
+            "  --h2d-ceiling  pinned H2D GB/s at expert size (hz-ceilings): the miss-path bandwidth is also\n"
+            "               reported as a fraction of it\n"
             "  --json       write the JSON report to this file ('-': to stdout, the table then goes to stderr)\n"
             "  --quick      2 prompts x 1 block x 16 tokens, warmup 4 (for tests); explicit options win\n"
             "Figures: pooled decode = sum(N-1) / sum(response - TTFT); overall output rate = sum(N) /\n"
             "sum(response); TTFT and response time are request means; per-block rates and their spread\n"
             "(min, max, (max-min)/mean); H2D bytes, hits, misses and hit rate are cache-stat deltas over the\n"
             "measured requests; VRAM peak is device-wide (UNSUPPORTED/UNKNOWN when the device cannot say);\n"
-            "RSS peak from VmHWM.\n"
+            "RSS peak from VmHWM; miss-path GB/s = miss_transfer_bytes / miss_transfer_seconds of the cache\n"
+            "stats over the measured requests (UNKNOWN when the library does not report them).\n"
             "Prompt rule: " PROMPT_RULE_TEXT "\n");
 }
 
@@ -901,7 +1076,7 @@ static int write_report(const char *path, const char *text) {
 }
 
 int main(int argc, char **argv) {
-    bench_opts o = {NULL, "auto", "auto", "serial", NULL, "0", 12, 3, 128, 64, 0, 0};
+    bench_opts o = {NULL, "auto", "auto", "serial", NULL, "0", 12, 3, 128, 64, 0, 0, 0, 0.0};
     int set_prompts = 0, set_blocks = 0, set_tokens = 0, set_warmup = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -917,10 +1092,14 @@ int main(int argc, char **argv) {
             o.executor = argv[++i];
         } else if (strcmp(a, "--transport") == 0 && has_value) {
             o.transport = argv[++i];
+        } else if (strcmp(a, "--prefetch") == 0) {
+            o.prefetch = 1;
         } else if (strcmp(a, "--staging-threads") == 0 && has_value) {
             if (parse_u32(argv[++i], "--staging-threads", &o.staging_threads)) return 1;
         } else if (strcmp(a, "--json") == 0 && has_value) {
             o.json_path = argv[++i];
+        } else if (strcmp(a, "--h2d-ceiling") == 0 && has_value) {
+            if (parse_gbps(argv[++i], &o.h2d_ceiling_gbps)) return 1;
         } else if (strcmp(a, "--resident") == 0 && has_value) {
             o.resident_text = argv[++i];
         } else if (strcmp(a, "--prompts") == 0 && has_value) {
@@ -1064,8 +1243,10 @@ int main(int argc, char **argv) {
         cJSON_AddNumberToObject(pj, "warmup_prompt_length", WARMUP_PROMPT_LEN);
         cJSON_AddStringToObject(pj, "definitions",
                                 "pooled_decode_tok_s = sum(N-1)/sum(response_s - ttft_s); overall_output_tok_s = "
-                                "sum(N)/sum(response_s); ttft and response are request means; cache figures are "
-                                "deltas over the measured requests (warmup and initial fill apart); "
+                                "sum(N)/sum(response_s); ttft and response are request means; response_s = ttft_s + "
+                                "decode time, the cache-stats read between prefill and decode (stats_read_s) left "
+                                "out; cache figures are deltas over the measured requests (warmup and initial fill "
+                                "apart), also split by phase (measured_prefill, measured_decode); "
                                 "relative_spread = (max - min) / mean of the block rates");
 
         /* Process-wide RSS peak: the largest mark seen across all residencies and setup. */
@@ -1094,15 +1275,16 @@ int main(int argc, char **argv) {
                 sh->shared_width > 0 ? ", shared expert" : "", hz_device_name(S.device), sh->executor, o.transport);
         fprintf(t, "protocol: %u prompts x %u blocks x %u tokens, warmup %u tokens, greedy, EOS suppressed, concurrency 1\n",
                 o.prompts, o.blocks, o.tokens, o.warmup);
-        fprintf(t, "%-9s %11s %11s %9s %10s %8s %8s %8s %10s %12s %12s\n", "resident", "decode t/s", "output t/s",
-                "TTFT ms", "resp ms", "spread", "hit", "misses", "H2D MiB", "VRAM peak", "RSS peak");
+        fprintf(t, "%-9s %11s %11s %9s %10s %8s %8s %8s %10s %9s %8s %12s %12s\n", "resident", "decode t/s",
+                "output t/s", "TTFT ms", "resp ms", "spread", "hit", "misses", "H2D MiB", "miss GB/s", "of H2D",
+                "VRAM peak", "RSS peak");
         for (uint32_t i = 0; i < n_res; i++) {
             const table_row *r = &rows[i];
             char rl[24];
             snprintf(rl, sizeof rl, "c%u/%u", r->resident, r->experts);
-            fprintf(t, "%-9s %11.1f %11.1f %9.2f %10.2f %7.1f%% %7.1f%% %8.0f %10.2f %12s %12s\n", rl, r->pooled,
-                    r->overall, r->ttft_ms, r->resp_ms, 100.0 * r->spread, 100.0 * r->hit_rate, r->misses, r->h2d_mb,
-                    r->vram, r->rss);
+            fprintf(t, "%-9s %11.1f %11.1f %9.2f %10.2f %7.1f%% %7.1f%% %8.0f %10.2f %9s %8s %12s %12s\n", rl,
+                    r->pooled, r->overall, r->ttft_ms, r->resp_ms, 100.0 * r->spread, 100.0 * r->hit_rate, r->misses,
+                    r->h2d_mb, r->miss_bw, r->miss_frac, r->vram, r->rss);
         }
         for (uint32_t i = 0; i < n_res; i++)
             if (rows[i].invariant_checker) {

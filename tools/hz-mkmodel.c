@@ -44,8 +44,9 @@ typedef struct gen_list {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: hz-mkmodel --arch olmoe|qwen2moe --preset tiny|olmoe-1b-7b|qwen1.5-moe-a2.7b\n"
-            "                  [--seed N] [--shard-bytes N] OUT_DIR\n"
-            "Writes a random-weight Hugging Face checkpoint (config.json + BF16 safetensors).\n");
+            "                  [--seed N] [--shard-bytes N] [--layers N] OUT_DIR\n"
+            "Writes a random-weight Hugging Face checkpoint (config.json + BF16 safetensors).\n"
+            "--layers overrides the preset's layer count (full-width shapes with few layers, for benchmarks).\n");
 }
 
 static int die(int status, const char *what) {
@@ -202,10 +203,12 @@ static int write_index(const char *dir, const gen_list *l, uint32_t n_shards, ui
 int main(int argc, char **argv) {
     const char *arch_s = NULL, *preset = NULL;
     uint64_t seed = 0, shard_limit = SHARD_LIMIT;
+    uint32_t layers = 0; /* 0: the preset's */
     static const struct option opts[] = {{"arch", required_argument, NULL, 'a'},
                                          {"preset", required_argument, NULL, 'p'},
                                          {"seed", required_argument, NULL, 's'},
                                          {"shard-bytes", required_argument, NULL, 'b'},
+                                         {"layers", required_argument, NULL, 'l'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int c;
@@ -237,6 +240,17 @@ int main(int argc, char **argv) {
             }
             break;
         }
+        case 'l': {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &end, 0);
+            if (errno || *end || !*optarg || v == 0 || v > 4096) {
+                fprintf(stderr, "hz-mkmodel: --layers: not a layer count in 1..4096: %s\n", optarg);
+                return 2;
+            }
+            layers = (uint32_t)v;
+            break;
+        }
         case 'h':
             usage(stdout);
             return 0;
@@ -261,6 +275,7 @@ int main(int argc, char **argv) {
     int rc = hz_config_preset(arch, preset, &cfg);
     if (rc) return die(rc, "preset");
     cfg.torch_dtype = HZ_DTYPE_BF16;
+    if (layers) cfg.layers = layers; /* every per-layer list below follows cfg.layers */
 
     hz_tensor_spec *specs = NULL;
     uint32_t n_specs = 0;

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "model_ops.cuh"
+#include "ops_common.cuh"
 
 extern "C" {
 #include "core/core.h"
@@ -10,14 +11,11 @@ extern "C" {
 
 namespace {
 
-constexpr int kWarp = 32;
 constexpr int kGemvWarps = 8; /* rows per GEMV block: one warp per row */
 constexpr int kNormThreads = 256;
 constexpr int kAttnThreads = 256;
 constexpr int kRouteThreads = 256;
 constexpr int kArgmaxThreads = 1024;
-constexpr uint32_t kRouteMaxExperts = 1024;
-constexpr uint32_t kRouteMaxK = 64;
 
 /* A launch that failed to start (bad configuration, lost context) reports here, as HZ_EDEVICE naming
  * the kernel; errors during execution surface at the next synchronising call of the backend. */
@@ -26,52 +24,6 @@ int launched(const char *kernel) {
     if (e == cudaSuccess) return HZ_OK;
     return hz_error(HZ_EDEVICE, "model kernel %s: launch failed: %s (%s)", kernel, cudaGetErrorName(e),
                     cudaGetErrorString(e));
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-    for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-    for (int o = kWarp / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-
-/* Block-wide sum or max; every thread gets the result. `red` holds one float per warp (+1). */
-template <bool MAX>
-__device__ float block_reduce(float v, float *red) {
-    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, nwarps = blockDim.x / kWarp;
-    v = MAX ? warp_max(v) : warp_sum(v);
-    __syncthreads(); /* red may still be read by a previous reduction */
-    if (lane == 0) red[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        float r = lane < nwarps ? red[lane] : (MAX ? -INFINITY : 0.0f);
-        r = MAX ? warp_max(r) : warp_sum(r);
-        if (lane == 0) red[kWarp] = r;
-    }
-    __syncthreads();
-    return red[kWarp];
-}
-
-__device__ __forceinline__ float h2f(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }
-__device__ __forceinline__ uint16_t f2h(float f) { return __half_as_ushort(__float2half_rn(f)); }
-__device__ __forceinline__ float round16(float f) { return __half2float(__float2half_rn(f)); }
-
-/* Eight FP16 weights times eight FP16 activations, added to acc in FP32. */
-__device__ __forceinline__ float dot8(uint4 w, uint4 x, float acc) {
-    const __half2 *wh = reinterpret_cast<const __half2 *>(&w);
-    const __half2 *xh = reinterpret_cast<const __half2 *>(&x);
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        float2 a = __half22float2(wh[i]), b = __half22float2(xh[i]);
-        acc = fmaf(a.x, b.x, acc);
-        acc = fmaf(a.y, b.y, acc);
-    }
-    return acc;
 }
 
 /* ---- GEMV ------------------------------------------------------------------------------------ */
@@ -259,66 +211,14 @@ __global__ void __launch_bounds__(kAttnThreads)
 
 /* ---- router -------------------------------------------------------------------------------------- */
 
-/* Softmax in parallel except the sum, which one thread adds in expert order as forward.c does; the
- * top-k selection is the CPU's insertion rule (strict >, so ties keep the lower id), then sorted by id. */
+/* One block: route_block (ops_common.cuh), shared with the decode router GEMV's tail. */
 __global__ void __launch_bounds__(kRouteThreads)
     route_kernel(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out, float *w_out,
                  const void *const *table, const void **rows_out) {
     __shared__ float p[kRouteMaxExperts];
     __shared__ float red[kWarp + 1];
     __shared__ float inv_sum;
-    float mx = -INFINITY;
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
-        p[e] = h2f(logits[e]);
-        mx = fmaxf(mx, p[e]);
-    }
-    mx = block_reduce<true>(mx, red);
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] = expf(p[e] - mx);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float sum = 0.0f;
-        for (uint32_t e = 0; e < E; e++) sum += p[e];
-        inv_sum = 1.0f / sum;
-    }
-    __syncthreads();
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] *= inv_sum;
-    __syncthreads();
-    if (threadIdx.x != 0) return;
-    uint32_t ids[kRouteMaxK];
-    float vals[kRouteMaxK];
-    uint32_t n = 0;
-    for (uint32_t e = 0; e < E; e++) {
-        if (n == K && !(p[e] > vals[K - 1])) continue;
-        uint32_t i = n < K ? n++ : K - 1;
-        while (i > 0 && p[e] > vals[i - 1]) {
-            vals[i] = vals[i - 1];
-            ids[i] = ids[i - 1];
-            i--;
-        }
-        vals[i] = p[e];
-        ids[i] = e;
-    }
-    if (norm_topk) {
-        float sum = 0.0f;
-        for (uint32_t k = 0; k < K; k++) sum += vals[k];
-        for (uint32_t k = 0; k < K; k++) vals[k] /= sum;
-    }
-    for (uint32_t k = 1; k < K; k++) { /* ascending ids: the executor's order */
-        uint32_t id = ids[k];
-        float v = vals[k];
-        uint32_t i = k;
-        for (; i > 0 && ids[i - 1] > id; i--) {
-            ids[i] = ids[i - 1];
-            vals[i] = vals[i - 1];
-        }
-        ids[i] = id;
-        vals[i] = v;
-    }
-    for (uint32_t k = 0; k < K; k++) {
-        ids_out[k] = ids[k];
-        w_out[k] = vals[k];
-        if (table) rows_out[k] = table[ids[k]];
-    }
+    route_block(logits, E, K, norm_topk, ids_out, w_out, table, rows_out, p, red, &inv_sum);
 }
 
 /* ---- SiLU-and-multiply, argmax ----------------------------------------------------------------- */

@@ -213,6 +213,19 @@ typedef enum hz_transport {
                                    allocated */
 } hz_transport;
 
+/* Speculative loading of routed experts ahead of their acquire, independent of the transport (each
+ * transport moves the prefetched blobs as it moves misses). Prefetched experts wait in unpublished rows;
+ * an acquire of their layer publishes those its group wants, in a complete new generation, exactly as
+ * a miss would. A wrong prediction costs copy bandwidth, never residency or results. Counted apart:
+ * prefetch_hits, prefetch_wasted_bytes, ... in hz_cache_stats_json (doc/cache-contract.md, "Prefetch"). */
+typedef enum hz_prefetch {
+    HZ_PREFETCH_OFF = 0,       /* experts are loaded only when acquired (the default) */
+    HZ_PREFETCH_NEXT_LAYER = 1 /* while layer l computes, a model applies layer l+1's router to layer l's
+                                  MoE input and the cache starts loading the predicted experts that are
+                                  missing on a thread of its own (decode steps; prefill does not
+                                  predict) */
+} hz_prefetch;
+
 typedef struct hz_cache_options {
     uint32_t struct_size;    /* sizeof(hz_cache_options) */
     uint32_t capacity;       /* resident experts per routed layer; 0 = all experts */
@@ -227,6 +240,8 @@ typedef struct hz_cache_options {
     /* HZ_TRANSPORT_THREADED only: copy threads, started at creation; 0 = the online CPUs, at most 16.
      * Values above 256 are HZ_EINVAL. Ignored by the other transports. */
     uint32_t staging_threads;
+    /* hz_prefetch; 0 = HZ_PREFETCH_OFF. Other values are HZ_EUNSUPPORTED. */
+    int32_t prefetch;
 } hz_cache_options;
 
 void hz_cache_options_init(hz_cache_options *opts);
@@ -234,28 +249,36 @@ void hz_cache_options_init(hz_cache_options *opts);
 /* Allocates all device memory (capacity x layers published rows plus the spare rows, and the pinned
  * staging) and publishes generation 1 with the initial placement, copied from the backing.
  * Errors: HZ_ECAPACITY (capacity above the expert count, spare rows fewer than the model's top-k, or
- * staging smaller than one expert blob; the message says which), HZ_EUNSUPPORTED (unknown eviction or
- * transport), HZ_EINVAL, HZ_ENOMEM (also: a copy thread could not start), HZ_EDEVICE (also: the
- * registered transport's host registration failed; the message names the call). */
+ * staging smaller than one expert blob; the message says which), HZ_EUNSUPPORTED (unknown eviction,
+ * transport or prefetch), HZ_EINVAL, HZ_ENOMEM (also: a copy thread or the prefetch thread could not
+ * start), HZ_EDEVICE (also: the registered transport's host registration failed; the message names the
+ * call). */
 int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_options *opts,
                     hz_cache **out);
 
 /* Destroys the cache. HZ_EBUSY while leases are outstanding or a model uses it (nothing is freed). NULL
- * is allowed. Waits for transfers in flight. */
+ * is allowed. Waits for transfers in flight (a prefetch being loaded included; one not started yet is
+ * dropped). */
 int hz_cache_destroy(hz_cache *cache);
 
 /* Counters as JSON: hits, misses, h2d_bytes, h2d_copies, expert_d2h_bytes, backing_writes,
  * request_source_reads, request_hashing, publications, evictions, retired_rows, staging_high_water,
- * staging copy bytes and rate, miss latency, generation id, transport ("serial", "threaded",
- * "registered"), state ("OK" or "FAULTED"). A counter the library does not observe is
- * "UNKNOWN", one the platform cannot provide "UNSUPPORTED". Caller frees. Thread-safe. */
+ * staging copy bytes and rate, miss latency, miss_transfer_bytes and miss_transfer_seconds (the miss
+ * path's bytes and the wall time of its rounds, first copy to publication), prefetch counters
+ * (prefetch_requests, prefetch_bytes, prefetch_hits, prefetch_wasted_bytes, ...), generation id,
+ * transport ("serial", "threaded", "registered"), state ("OK" or "FAULTED"). A counter the library
+ * does not observe is "UNKNOWN", one the platform cannot provide "UNSUPPORTED". Caller frees.
+ * Thread-safe. */
 int hz_cache_stats_json(hz_cache *cache, char **out);
 
 /* Returns a lease on a published generation in which all `n` experts of `layer` are resident, running
  * a miss transaction first when some are not. `experts` must be distinct and n <= capacity. A group
  * with more misses than spare rows is loaded in several rounds inside this one call (one publication
  * per round; the group's own experts are never evicted), so any n <= capacity is served.
- * Blocks while the spare rows it needs are still mapped by leased generations of other threads.
+ * Blocks while the spare rows it needs are still mapped by leased generations of other threads, and
+ * (prefetch on) while a prefetch of the same layer is being loaded and the group has a missing expert:
+ * the experts it loaded that the group wants are published first and count as hits (and as
+ * prefetch_hits).
  * Errors: HZ_ERANGE (layer or expert out of range), HZ_EINVAL (duplicates, n == 0, NULL),
  * HZ_ECAPACITY (n above capacity, or the rows it needs are pinned only by leases of the calling
  * thread, which would otherwise wait forever), HZ_EFAULTED, HZ_EDEVICE / HZ_EIO (the miss failed

@@ -23,6 +23,7 @@ const char *hz_row_state_name(int state) {
     case HZ_ROW_PUBLISHED: return "published";
     case HZ_ROW_VICTIM_PENDING: return "victim_pending";
     case HZ_ROW_REUSABLE: return "reusable";
+    case HZ_ROW_PREFETCHED: return "prefetched";
     default: return "invalid";
     }
 }
@@ -33,20 +34,19 @@ void hz_cache_options_init(hz_cache_options *opts) {
     opts->struct_size = sizeof *opts;
     opts->eviction = HZ_EVICT_LRU;
     opts->transport = HZ_TRANSPORT_SERIAL;
+    opts->prefetch = HZ_PREFETCH_OFF;
 }
-
-static int is_faulted(const hz_cache *c) { return atomic_load_explicit(&c->state, memory_order_acquire) != HZ_CACHE_OK; }
 
 /* The message is written once, before the state flips, and never again: readers that see FAULTED
  * (acquire load) read a stable string. */
-static int fault_status(const hz_cache *c) {
+int hz_cache_fault_status(const hz_cache *c) {
     return hz_error(HZ_EFAULTED, "cache is FAULTED: %s", c->fault_msg);
 }
 
-/* Moves the cache to FAULTED (mu held). Returns HZ_EFAULTED with the reason as the message. */
-static int set_faulted(hz_cache *c, const char *fmt, ...) HZ_PRINTF(2, 3);
-static int set_faulted(hz_cache *c, const char *fmt, ...) {
-    if (!is_faulted(c)) {
+/* Moves the cache to FAULTED (mu held). Returns HZ_EFAULTED with the reason as the message. Wakes every
+ * waiter (rows, prefetch) so that each sees the state. */
+int hz_cache_set_faulted(hz_cache *c, const char *fmt, ...) {
+    if (!hz_cache_is_faulted(c)) {
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(c->fault_msg, sizeof c->fault_msg, fmt, ap);
@@ -55,7 +55,8 @@ static int set_faulted(hz_cache *c, const char *fmt, ...) {
         hz_log(HZ_LOG_ERROR, "cache FAULTED: %s", c->fault_msg);
     }
     pthread_cond_broadcast(&c->rows_cv);
-    return fault_status(c);
+    if (c->pf.conds) pthread_cond_broadcast(&c->pf.idle_cv);
+    return hz_cache_fault_status(c);
 }
 
 /* ---- generations ---------------------------------------------------------------------------- */
@@ -98,8 +99,8 @@ static int gen_try_retire(hz_cache *c, hz_gen *g) {
         if (q != HZ_OK) {
             /* The consumer's work failed: whether it still reads the rows is unknown, so they can never
              * be handed out again with certainty. */
-            set_faulted(c, "the consumer event of generation %llu reported an error (%s): %s",
-                        (unsigned long long)g->id, hz_status_name(q), hz_last_error_message());
+            hz_cache_set_faulted(c, "the consumer event of generation %llu reported an error (%s): %s",
+                                 (unsigned long long)g->id, hz_status_name(q), hz_last_error_message());
             return -1;
         }
     }
@@ -128,7 +129,7 @@ static void old_unlink(hz_cache *c, hz_gen *g) {
 }
 
 /* Retires every old generation that can go. HZ_OK or HZ_EFAULTED. mu held. */
-static int scan_old(hz_cache *c) {
+int hz_cache_scan_old(hz_cache *c) {
     hz_gen **pp = &c->old;
     while (*pp) {
         hz_gen *g = *pp;
@@ -175,11 +176,13 @@ static void lease_detach(hz_cache *c, hz_generation *l) {
 
 static void cache_free(hz_cache *c) {
     if (!c) return;
-    hz_backend *be = c->be;
-    hz_gen *cur = atomic_load(&c->current);
     /* A failed hz_cache_create frees through here: its message must survive the teardown's calls. */
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", hz_last_error_message());
+    /* First the prefetch thread: a request it is running may still publish a generation. */
+    hz_prefetcher_fini(c);
+    hz_backend *be = c->be;
+    hz_gen *cur = atomic_load(&c->current);
     if (be) {
         /* The device may still read rows for consumers and write rows for transfers: let both finish
          * before the arena goes. Errors are ignored here: there is nobody left to report them to. */
@@ -272,6 +275,9 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
         return hz_error(HZ_EUNSUPPORTED,
                         "transport %d is not supported (HZ_TRANSPORT_SERIAL, HZ_TRANSPORT_THREADED or "
                         "HZ_TRANSPORT_REGISTERED)", (int)o.transport);
+    if (o.prefetch != HZ_PREFETCH_OFF && o.prefetch != HZ_PREFETCH_NEXT_LAYER)
+        return hz_error(HZ_EUNSUPPORTED, "prefetch %d is not supported (HZ_PREFETCH_OFF or HZ_PREFETCH_NEXT_LAYER)",
+                        (int)o.prefetch);
     hz_txn_config tc = {.transport = o.transport};
     if (o.transport != HZ_TRANSPORT_REGISTERED) {
         /* The registered transport copies straight from the backing: it has no staging to size. */
@@ -344,6 +350,8 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
                                 (unsigned long long)row_bytes);
     }
     if (!st) st = hz_transactor_create(c->be, backing, row_bytes, &tc, &c->tx);
+    /* Its thread only waits for requests, which cannot come before this call returns. */
+    if (!st) st = hz_prefetcher_init(c, o.prefetch);
     hz_gen *g = NULL;
     if (!st) st = gen_alloc(c, &g);
     hz_txn_item *items = NULL;
@@ -428,7 +436,7 @@ int hz_cache_destroy(hz_cache *cache) {
 
 /* ---- acquire ---------------------------------------------------------------------------------- */
 
-static uint32_t count_spares(const hz_cache *c) {
+uint32_t hz_cache_count_spares(const hz_cache *c) {
     uint32_t n = 0;
     for (uint32_t r = 0; r < c->nrows; r++)
         if (c->rows[r].state == HZ_ROW_FREE || c->rows[r].state == HZ_ROW_REUSABLE) n++;
@@ -464,13 +472,18 @@ static int progress_possible(hz_cache *c, uint32_t k, uint32_t *out_blocked) {
     return potential >= k;
 }
 
-/* Reserves k spare rows into c->scratch_rows, waiting while older generations still pin them. mu held
+/* Reserves k spare rows into c->scratch_rows, waiting while older generations still pin them. Rows a
+ * prefetch loaded and nobody adopted are given up first: a speculation never makes a miss wait. mu held
  * (released while waiting). */
 static int reserve_rows(hz_cache *c, uint32_t k, uint32_t layer, const uint32_t *experts) {
     for (;;) {
-        if (is_faulted(c)) return fault_status(c);
-        if (scan_old(c) != HZ_OK) return fault_status(c);
-        if (count_spares(c) >= k) break;
+        if (hz_cache_is_faulted(c)) return hz_cache_fault_status(c);
+        if (hz_cache_scan_old(c) != HZ_OK) return hz_cache_fault_status(c);
+        if (hz_cache_count_spares(c) >= k) break;
+        if (c->pf.ready_n) {
+            hz_prefetch_drop_ready_locked(c);
+            continue;
+        }
         uint32_t blocked = 0;
         if (!progress_possible(c, k, &blocked))
             return hz_error(HZ_ECAPACITY,
@@ -487,6 +500,11 @@ static int reserve_rows(hz_cache *c, uint32_t k, uint32_t layer, const uint32_t 
         }
         pthread_cond_timedwait(&c->rows_cv, &c->mu, &ts);
     }
+    hz_cache_take_rows(c, k, layer, experts);
+    return HZ_OK;
+}
+
+void hz_cache_take_rows(hz_cache *c, uint32_t k, uint32_t layer, const uint32_t *experts) {
     uint32_t got = 0;
     for (uint32_t r = 0; r < c->nrows && got < k; r++) {
         hz_row *row = &c->rows[r];
@@ -496,11 +514,10 @@ static int reserve_rows(hz_cache *c, uint32_t k, uint32_t layer, const uint32_t 
         row->expert = experts[got];
         c->scratch_rows[got++] = r;
     }
-    return HZ_OK;
 }
 
 /* Undoes a reservation whose transfers are known to be over (mu held). */
-static void unreserve_rows(hz_cache *c, uint32_t k) {
+void hz_cache_unreserve_rows(hz_cache *c, uint32_t k) {
     for (uint32_t i = 0; i < k; i++) {
         hz_row *row = &c->rows[c->scratch_rows[i]];
         row->state = HZ_ROW_FREE;
@@ -511,8 +528,8 @@ static void unreserve_rows(hz_cache *c, uint32_t k) {
 /* Publishes a generation that adds experts[0..k) of `layer` (now in rows scratch_rows[0..k)) to the
  * current one, evicting LRU experts of the layer outside the group `group[0..n)` as capacity requires.
  * Before the pointer swap every failure rolls back; after it only FAULTED remains. mu held. */
-static int publish(hz_cache *c, uint32_t layer, const uint32_t *experts, uint32_t k, const uint32_t *group,
-                   uint32_t n) {
+int hz_cache_publish(hz_cache *c, uint32_t layer, const uint32_t *experts, uint32_t k, const uint32_t *group,
+                     uint32_t n) {
     hz_gen *cur = atomic_load_explicit(&c->current, memory_order_relaxed);
     hz_gen *g = NULL;
     int st = gen_alloc(c, &g);
@@ -558,6 +575,7 @@ static int publish(hz_cache *c, uint32_t layer, const uint32_t *experts, uint32_
     c->old = cur;
     /* The publication: one store; every acquire after it (under mu) sees the new generation. */
     atomic_store_explicit(&c->current, g, memory_order_release);
+    c->published_at_ns = hz_now_ns(); /* the miss path's clock stops here, before any debug check */
     c->publications++;
     c->evictions += need;
 
@@ -577,8 +595,8 @@ static int publish(hz_cache *c, uint32_t layer, const uint32_t *experts, uint32_
     {
         char why[256];
         if (hz_cache_check_invariants_locked(c, 1, c->scratch_rows, k, why, sizeof why) != HZ_OK)
-            return set_faulted(c, "invariant violated after publishing generation %llu: %s",
-                               (unsigned long long)g->id, why);
+            return hz_cache_set_faulted(c, "invariant violated after publishing generation %llu: %s",
+                                        (unsigned long long)g->id, why);
     }
 #endif
     return HZ_OK;
@@ -592,10 +610,11 @@ static int check_handout(hz_cache *c, const hz_gen *g, uint32_t layer, const uin
         uint32_t r = g->map[(size_t)layer * c->experts + experts[i]];
         const hz_row *row = r < c->nrows ? &c->rows[r] : NULL;
         if (!row || row->state != HZ_ROW_PUBLISHED || row->layer != layer || row->expert != experts[i])
-            return set_faulted(c, "invariant violated: acquire of layer %u expert %u in generation %llu "
-                                  "would hand out row %u in state %s",
-                               layer, experts[i], (unsigned long long)g->id, r,
-                               row ? hz_row_state_name(row->state) : "out of range");
+            return hz_cache_set_faulted(c,
+                                        "invariant violated: acquire of layer %u expert %u in generation %llu "
+                                        "would hand out row %u in state %s",
+                                        layer, experts[i], (unsigned long long)g->id, r,
+                                        row ? hz_row_state_name(row->state) : "out of range");
     }
 #else
     (void)c; (void)g; (void)layer; (void)experts; (void)n;
@@ -603,7 +622,7 @@ static int check_handout(hz_cache *c, const hz_gen *g, uint32_t layer, const uin
     return HZ_OK;
 }
 
-static int validate_group(const hz_cache *c, uint32_t layer, const uint32_t *experts, uint32_t n) {
+int hz_cache_validate_group(const hz_cache *c, uint32_t layer, const uint32_t *experts, uint32_t n) {
     if (layer >= c->layers) return hz_error(HZ_ERANGE, "layer %u out of range (%u routed layers)", layer, c->layers);
     if (n == 0) return hz_error(HZ_EINVAL, "empty expert group");
     for (uint32_t i = 0; i < n; i++)
@@ -634,133 +653,169 @@ static int finish_lease(hz_cache *c, hz_generation *lease, hz_generation **out) 
     return HZ_OK;
 }
 
+/* Leases generation g for the group: LRU touch, counters, the lease. Every expert of the group is a hit
+ * but the `missed` this call loaded (experts adopted from a prefetch are hits, and prefetch hits). mu
+ * held. */
+static void lease_group(hz_cache *c, hz_gen *g, hz_generation *lease, uint32_t layer, const uint32_t *experts,
+                        uint32_t n, uint32_t missed) {
+    c->policy->touch(c->policy_state, layer, experts, n);
+    c->acquires++;
+    c->hits += n - missed;
+    c->misses += missed;
+    lease_attach(c, g, lease, layer);
+}
+
+/* Missing experts of the group in generation g, into `missing`; returns their count. mu held. */
+static uint32_t find_missing(const hz_cache *c, const hz_gen *g, uint32_t layer, const uint32_t *experts,
+                             uint32_t n, uint32_t *missing) {
+    const uint32_t *lmap = g->map + (size_t)layer * c->experts;
+    uint32_t nmiss = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (lmap[experts[i]] == HZ_NO_ROW) {
+            if (missing) missing[nmiss] = experts[i];
+            nmiss++;
+        }
+    return nmiss;
+}
+
+/* The fast path: with every expert resident in the current generation, the lease is taken under mu
+ * with no transaction. When the group misses, a prefetch request of this layer that predicts a missing
+ * expert is waited for first, so that what it loads counts as hits instead of being loaded twice; a
+ * running prefetch that serves none of the misses is told to start no further copy. Returns 1 when the
+ * lease was taken (or *st is a failure), 0 when the group needs a miss transaction. mu not held. */
+static int acquire_fast(hz_cache *c, uint32_t layer, const uint32_t *experts, uint32_t n, hz_generation *lease,
+                        int *st) {
+    *st = HZ_OK;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        if (hz_cache_is_faulted(c)) {
+            *st = hz_cache_fault_status(c);
+            break;
+        }
+        hz_gen *g = atomic_load_explicit(&c->current, memory_order_relaxed);
+        if (find_missing(c, g, layer, experts, n, NULL) == 0) {
+            *st = check_handout(c, g, layer, experts, n);
+            if (!*st) lease_group(c, g, lease, layer, experts, n, 0);
+            break;
+        }
+        if (!hz_prefetch_serves_locked(c, layer, experts, n)) {
+            hz_prefetch_yield_locked(c);
+            pthread_mutex_unlock(&c->mu);
+            return 0;
+        }
+        pthread_cond_wait(&c->pf.idle_cv, &c->mu);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return 1;
+}
+
+/* One round of a miss transaction (txn_mu held, mu held on entry and on return, dropped while the
+ * copies run): reserves k = min(nmiss, spare_rows) rows for missing[0..k), loads them, publishes.
+ * On success *out_k is k. On failure the cache is as before (rows free again) or FAULTED. */
+static int miss_round(hz_cache *c, uint32_t layer, const uint32_t *missing, uint32_t nmiss, const uint32_t *group,
+                      uint32_t n, uint32_t *out_k) {
+    *out_k = 0;
+    uint64_t gen_id = atomic_load_explicit(&c->current, memory_order_relaxed)->id;
+    uint32_t k = nmiss < c->spare_rows ? nmiss : c->spare_rows;
+    int st = reserve_rows(c, k, layer, missing);
+    if (st) return st;
+    for (uint32_t i = 0; i < k; i++) {
+        c->rows[c->scratch_rows[i]].state = HZ_ROW_IN_TRANSFER;
+        c->scratch_items[i] = (hz_txn_item){.layer = layer, .expert = missing[i],
+                                            .dst = c->arena + (uint64_t)c->scratch_rows[i] * c->row_bytes};
+    }
+    c->in_txn = 1;
+    pthread_mutex_unlock(&c->mu);
+
+    /* The miss path's clock (miss_transfer_seconds) runs from the round's first copy to its publication. */
+    uint64_t t0 = hz_now_ns();
+    hz_txn_result res;
+    st = hz_transactor_load(c->tx, c->scratch_items, k, &res);
+
+    pthread_mutex_lock(&c->mu);
+    c->in_txn = 0;
+    if (st) {
+        c->failed_txns++;
+        if (!res.drained) {
+            /* A copy may still write rows we can no longer account for. */
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", hz_last_error_message());
+            return hz_cache_set_faulted(c, "miss transaction for layer %u: %s", layer, msg);
+        }
+        /* Nothing was published and no copy is still running: the rows are spares again and the
+         * current generation never stopped being authoritative. */
+        hz_cache_unreserve_rows(c, k);
+        int mapped = st == HZ_EDEVICE || st == HZ_EIO || st == HZ_ENOMEM || st == HZ_ERANGE ? st : HZ_EDEVICE;
+        return hz_error_prefix(mapped, "miss transaction for layer %u (%u expert(s)) failed before publication; "
+                                       "generation %llu stays current",
+                               layer, k, (unsigned long long)gen_id);
+    }
+    st = hz_cache_publish(c, layer, missing, k, group, n);
+    if (st == HZ_EFAULTED) return hz_cache_fault_status(c);
+    if (st) {
+        /* gen_alloc or the policy failed before the swap: the copies are complete, so roll back. */
+        c->failed_txns++;
+        hz_cache_unreserve_rows(c, k);
+        return st;
+    }
+    c->miss_xfer_bytes += (uint64_t)k * c->row_bytes;
+    c->miss_xfer_ns += c->published_at_ns - t0;
+    c->rounds++;
+    *out_k = k;
+    return HZ_OK;
+}
+
 int hz_generation_acquire(hz_cache *c, uint32_t layer, const uint32_t *experts, uint32_t n, hz_generation **out) {
     if (out) *out = NULL;
     if (!c || !experts || !out) return hz_error(HZ_EINVAL, "hz_generation_acquire: NULL argument");
-    if (is_faulted(c)) return fault_status(c);
-    int st = validate_group(c, layer, experts, n);
+    if (hz_cache_is_faulted(c)) return hz_cache_fault_status(c);
+    int st = hz_cache_validate_group(c, layer, experts, n);
     if (st) return st;
     hz_generation *lease = malloc(sizeof *lease);
     if (!lease) return hz_error(HZ_ENOMEM, "out of memory for a lease");
 
-    /* Fast path: every expert is resident in the current generation. */
-    pthread_mutex_lock(&c->mu);
-    if (is_faulted(c)) {
-        pthread_mutex_unlock(&c->mu);
-        free(lease);
-        return fault_status(c);
-    }
-    hz_gen *g = atomic_load_explicit(&c->current, memory_order_relaxed);
-    const uint32_t *lmap = g->map + (size_t)layer * c->experts;
-    uint32_t nmiss = 0;
-    for (uint32_t i = 0; i < n; i++) nmiss += lmap[experts[i]] == HZ_NO_ROW;
-    if (nmiss == 0) {
-        st = check_handout(c, g, layer, experts, n);
-        if (!st) {
-            c->policy->touch(c->policy_state, layer, experts, n);
-            c->acquires++;
-            c->hits += n;
-            lease_attach(c, g, lease, layer);
-        }
-        pthread_mutex_unlock(&c->mu);
+    if (acquire_fast(c, layer, experts, n, lease, &st)) {
         if (st) {
             free(lease);
             return st;
         }
         return finish_lease(c, lease, out);
     }
-    pthread_mutex_unlock(&c->mu);
 
     /* Miss transaction, serialized. Each round loads up to spare_rows missing experts and publishes
      * one generation; the group's experts are never chosen as victims, so rounds only add to it. */
     pthread_mutex_lock(&c->txn_mu);
     double t0 = hz_now_seconds();
     uint32_t missed = 0;
+    pthread_mutex_lock(&c->mu);
     for (;;) {
-        pthread_mutex_lock(&c->mu);
-        if (is_faulted(c)) {
-            st = fault_status(c);
-            pthread_mutex_unlock(&c->mu);
+        if (hz_cache_is_faulted(c)) {
+            st = hz_cache_fault_status(c);
             break;
         }
-        g = atomic_load_explicit(&c->current, memory_order_relaxed);
-        lmap = g->map + (size_t)layer * c->experts;
+        /* Experts a prefetch loaded for this group become resident first, as hits. */
+        st = hz_prefetch_adopt_locked(c, layer, experts, n);
+        if (st) break;
+        hz_gen *g = atomic_load_explicit(&c->current, memory_order_relaxed);
         uint32_t *missing = c->scratch_missing;
-        nmiss = 0;
-        for (uint32_t i = 0; i < n; i++)
-            if (lmap[experts[i]] == HZ_NO_ROW) missing[nmiss++] = experts[i];
+        uint32_t nmiss = find_missing(c, g, layer, experts, n, missing);
         if (nmiss == 0) {
             st = check_handout(c, g, layer, experts, n);
-            if (!st) {
-                c->policy->touch(c->policy_state, layer, experts, n);
-                c->acquires++;
-                c->hits += n - missed;
-                c->misses += missed;
-                lease_attach(c, g, lease, layer);
-            }
-            pthread_mutex_unlock(&c->mu);
+            if (!st) lease_group(c, g, lease, layer, experts, n, missed);
             break;
         }
-        uint32_t k = nmiss < c->spare_rows ? nmiss : c->spare_rows;
-        st = reserve_rows(c, k, layer, missing);
-        if (st) {
-            pthread_mutex_unlock(&c->mu);
-            break;
-        }
-        for (uint32_t i = 0; i < k; i++) {
-            c->rows[c->scratch_rows[i]].state = HZ_ROW_IN_TRANSFER;
-            c->scratch_items[i] = (hz_txn_item){.layer = layer, .expert = missing[i],
-                                                .dst = c->arena + (uint64_t)c->scratch_rows[i] * c->row_bytes};
-        }
-        c->in_txn = 1;
-        pthread_mutex_unlock(&c->mu);
-
-        hz_txn_result res;
-        st = hz_transactor_load(c->tx, c->scratch_items, k, &res);
-
-        pthread_mutex_lock(&c->mu);
-        c->in_txn = 0;
-        if (st) {
-            c->failed_txns++;
-            if (res.drained) {
-                /* Nothing was published and no copy is still running: the rows are spares again and
-                 * the current generation never stopped being authoritative. */
-                unreserve_rows(c, k);
-                int mapped = st == HZ_EDEVICE || st == HZ_EIO || st == HZ_ENOMEM || st == HZ_ERANGE ? st : HZ_EDEVICE;
-                st = hz_error_prefix(mapped, "miss transaction for layer %u (%u expert(s)) failed before "
-                                             "publication; generation %llu stays current",
-                                     layer, k, (unsigned long long)g->id);
-            } else {
-                /* A copy may still write rows we can no longer account for. */
-                char msg[512];
-                snprintf(msg, sizeof msg, "%s", hz_last_error_message());
-                st = set_faulted(c, "miss transaction for layer %u: %s", layer, msg);
-            }
-            pthread_mutex_unlock(&c->mu);
-            break;
-        }
-        st = publish(c, layer, missing, k, experts, n);
-        if (st == HZ_EFAULTED) {
-            st = fault_status(c);
-        } else if (st) {
-            /* gen_alloc or the policy failed before the swap: the copies are complete, so roll back. */
-            c->failed_txns++;
-            unreserve_rows(c, k);
-        } else {
-            missed += k;
-            c->rounds++;
-        }
-        pthread_mutex_unlock(&c->mu);
+        uint32_t k = 0;
+        st = miss_round(c, layer, missing, nmiss, experts, n, &k);
         if (st) break;
+        missed += k;
     }
     if (missed > 0) {
         uint64_t us = (uint64_t)((hz_now_seconds() - t0) * 1e6 + 0.5);
-        pthread_mutex_lock(&c->mu);
         c->miss_txns++;
         c->lat_sum_us += us;
         if (us > c->lat_max_us) c->lat_max_us = us;
-        pthread_mutex_unlock(&c->mu);
     }
+    pthread_mutex_unlock(&c->mu);
     pthread_mutex_unlock(&c->txn_mu);
     if (st) {
         free(lease);
@@ -787,7 +842,7 @@ int hz_generation_release(hz_generation *lease, hz_event *consumer_done) {
     int st = HZ_OK;
     pthread_mutex_lock(&c->mu);
     hz_gen *g = lease->gen;
-    if (!is_faulted(c) && consumer_done) {
+    if (!hz_cache_is_faulted(c) && consumer_done) {
         /* The generation keeps one event, re-recorded on the compute queue after this consumer's: the
          * queue is in order, so its newest record completes after every consumer released so far. */
         st = c->be->ops->queue_wait_event(c->be, HZ_QUEUE_COMPUTE, consumer_done->ev);
@@ -795,13 +850,14 @@ int hz_generation_release(hz_generation *lease, hz_event *consumer_done) {
         if (st) {
             char msg[512];
             snprintf(msg, sizeof msg, "%s", hz_last_error_message());
-            st = set_faulted(c, "cannot track the consumer of generation %llu: %s", (unsigned long long)g->id, msg);
+            st = hz_cache_set_faulted(c, "cannot track the consumer of generation %llu: %s",
+                                      (unsigned long long)g->id, msg);
         } else {
             g->consumer_recorded = 1;
         }
     }
     lease_detach(c, lease);
-    if (!is_faulted(c) && !g->current && g->leases == 0) {
+    if (!hz_cache_is_faulted(c) && !g->current && g->leases == 0) {
         old_unlink(c, g);
         int r = gen_try_retire(c, g);
         if (r <= 0) {
@@ -811,7 +867,7 @@ int hz_generation_release(hz_generation *lease, hz_event *consumer_done) {
         if (r < 0) st = HZ_EFAULTED;
         pthread_cond_broadcast(&c->rows_cv);
     }
-    if (is_faulted(c)) st = fault_status(c);
+    if (hz_cache_is_faulted(c)) st = hz_cache_fault_status(c);
     pthread_mutex_unlock(&c->mu);
     hz_lease_memory_retire(lease);
     return st;
@@ -826,7 +882,7 @@ int hz_generation_row(const hz_generation *lease, uint32_t expert, uint32_t *out
     if (out_address) *out_address = NULL;
     if (!lease) return hz_error(HZ_EINVAL, "hz_generation_row: NULL lease");
     const hz_cache *c = lease->cache;
-    if (is_faulted(c)) return fault_status(c);
+    if (hz_cache_is_faulted(c)) return hz_cache_fault_status(c);
     if (expert >= c->experts)
         return hz_error(HZ_ERANGE, "expert %u out of range (%u experts per layer)", expert, c->experts);
     /* The map is immutable and the lease keeps the generation alive: no lock needed. */
@@ -847,7 +903,7 @@ int hz_cache_check_model_use(const hz_cache *cache, const hz_host_backing *backi
     if (cache->device != device)
         return hz_error(HZ_EINVAL, "the cache was created on device %s, not %s", hz_device_name(cache->device),
                         device ? hz_device_name(device) : "(null)");
-    if (is_faulted(cache)) return fault_status(cache);
+    if (hz_cache_is_faulted(cache)) return hz_cache_fault_status(cache);
     return HZ_OK;
 }
 
@@ -871,6 +927,34 @@ hz_transactor *hz_cache_transactor(hz_cache *c) { return c ? c->tx : NULL; }
 
 /* ---- observations ----------------------------------------------------------------------------- */
 
+/* The miss path's figures (doc/cache-contract.md, "Stats"). */
+static void add_miss_path(cJSON *j, uint64_t bytes, uint64_t ns) {
+    cJSON_AddNumberToObject(j, "miss_transfer_bytes", (double)bytes);
+    cJSON_AddNumberToObject(j, "miss_transfer_seconds", (double)ns * 1e-9);
+    if (ns > 0) cJSON_AddNumberToObject(j, "miss_transfer_gbps", (double)bytes / (double)ns);
+    else cJSON_AddNullToObject(j, "miss_transfer_gbps");
+}
+
+static void add_prefetch(cJSON *j, int mode, const hz_prefetch_counts *n, uint32_t ready, int pending,
+                         const char *last_error, uint64_t row_bytes) {
+    cJSON_AddStringToObject(j, "prefetch", mode == HZ_PREFETCH_NEXT_LAYER ? "next_layer" : "off");
+    cJSON_AddNumberToObject(j, "prefetch_requests", (double)n->requests);
+    cJSON_AddNumberToObject(j, "prefetch_dropped", (double)n->dropped);
+    cJSON_AddNumberToObject(j, "prefetch_skipped", (double)n->skipped);
+    cJSON_AddNumberToObject(j, "prefetch_rounds", (double)n->rounds);
+    cJSON_AddNumberToObject(j, "prefetch_experts", (double)n->experts);
+    cJSON_AddNumberToObject(j, "prefetch_bytes", (double)(n->experts * row_bytes));
+    cJSON_AddNumberToObject(j, "prefetch_hits", (double)n->hits);
+    cJSON_AddNumberToObject(j, "prefetch_wasted_bytes", (double)(n->wasted_rows * row_bytes));
+    cJSON_AddNumberToObject(j, "prefetch_ready", ready);
+    cJSON_AddNumberToObject(j, "prefetch_publications", (double)n->publications);
+    cJSON_AddNumberToObject(j, "prefetch_cancelled", (double)n->cancelled);
+    cJSON_AddNumberToObject(j, "prefetch_failures", (double)n->failures);
+    cJSON_AddNumberToObject(j, "prefetch_pending", pending);
+    if (last_error[0]) cJSON_AddStringToObject(j, "prefetch_last_error", last_error);
+    else cJSON_AddNullToObject(j, "prefetch_last_error");
+}
+
 int hz_cache_stats_json(hz_cache *c, char **out) {
     if (out) *out = NULL;
     if (!c || !out) return hz_error(HZ_EINVAL, "hz_cache_stats_json: NULL argument");
@@ -887,7 +971,13 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
     uint64_t evictions = c->evictions, retired = c->retired_rows, rounds = c->rounds, failed = c->failed_txns;
     uint64_t miss_txns = c->miss_txns, lat_sum = c->lat_sum_us, lat_max = c->lat_max_us;
     uint32_t leases = c->active_leases;
-    int faulted = is_faulted(c);
+    uint64_t xfer_bytes = c->miss_xfer_bytes, xfer_ns = c->miss_xfer_ns;
+    hz_prefetch_counts pf = c->pf.n;
+    uint32_t pf_ready = c->pf.ready_n;
+    int pf_pending = c->pf.queued || c->pf.loading;
+    char pf_error[sizeof c->pf.last_error];
+    snprintf(pf_error, sizeof pf_error, "%s", c->pf.last_error);
+    int faulted = hz_cache_is_faulted(c);
     char fault_msg[sizeof c->fault_msg];
     snprintf(fault_msg, sizeof fault_msg, "%s", c->fault_msg);
     pthread_mutex_unlock(&c->mu);
@@ -941,6 +1031,8 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
         cJSON_AddNullToObject(j, "staging_gbps_per_thread");
     }
     cJSON_AddNumberToObject(j, "registered_bytes", (double)ts.registered_bytes);
+    add_miss_path(j, xfer_bytes, xfer_ns);
+    add_prefetch(j, c->pf.mode, &pf, pf_ready, pf_pending, pf_error, c->row_bytes);
     cJSON *lat = cJSON_AddObjectToObject(j, "miss_latency_us");
     cJSON_AddNumberToObject(lat, "count", (double)miss_txns);
     if (miss_txns) {
@@ -985,6 +1077,19 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
                             "staging_copy_bytes over staging_copy_seconds, the wall time during which at least "
                             "one staging copy ran (per thread: over the copies' summed durations); null without "
                             "a staging copy");
+    cJSON_AddStringToObject(notes, "miss_transfer",
+                            "miss_transfer_bytes: bytes of every successful miss round (demand rounds and prefetch "
+                            "loads; not the initial fill, not failed rounds); miss_transfer_seconds: the sum over "
+                            "those rounds of the wall time from the round's first staging or DMA copy to its "
+                            "publication (the pointer swap, before any debug check; a prefetch load: to its "
+                            "copies' completion, its publication waits for the acquire); waiting for spare rows "
+                            "excluded; miss_transfer_gbps: their ratio, null without a round");
+    cJSON_AddStringToObject(notes, "prefetch",
+                            "prefetched experts are loaded into unpublished rows and published only when an "
+                            "acquire of their layer wants them: prefetch_hits counts those (also counted in hits), "
+                            "prefetch_wasted_bytes the rows given up unused (replaced by a newer prediction or "
+                            "needed by a miss), prefetch_ready the rows loaded and still waiting; "
+                            "prefetch_experts = prefetch_hits + wasted rows + prefetch_ready");
     cJSON_AddStringToObject(notes, "miss_latency_us",
                             "per acquire that loaded experts: from taking the transaction lock to the last "
                             "publication (includes waiting for spare rows)");

@@ -15,4 +15,23 @@ int hz_cache_group_limit(const hz_cache *cache, uint32_t *out);
 void hz_cache_model_add(hz_cache *cache);
 void hz_cache_model_remove(hz_cache *cache);
 
+/* ---- speculative prefetch (hz_cache_options.prefetch; doc/cache-contract.md, "Prefetch") ---- */
+
+/* The cache's hz_prefetch mode; HZ_PREFETCH_OFF for NULL. Thread-safe (fixed at creation). */
+int hz_cache_prefetch_mode(const hz_cache *cache);
+/* Asks the cache to start loading the experts of experts[0..n) of `layer` that the current generation
+ * does not map, and returns without waiting: the request goes to the cache's prefetch thread, which
+ * loads them into spare rows free at that moment (it never waits for one and never evicts) and leaves
+ * them ready, unpublished. The next acquire of `layer` publishes the ready experts its group wants (one
+ * generation, victims outside the group, as a miss would) and counts them as prefetch hits; the others
+ * are given up when a newer request replaces them or a miss needs their rows. A request not started
+ * yet is replaced by a newer one. Advisory: failures of the load are counted (prefetch_failures), not
+ * returned. An acquire whose group misses an expert the request predicts waits for it; a miss it does
+ * not serve makes the running load start no further copy. Errors: HZ_EINVAL / HZ_ERANGE / HZ_ECAPACITY
+ * (as hz_generation_acquire's group rules), HZ_ESTATE (prefetch off), HZ_EFAULTED. Thread-safe. */
+int hz_cache_prefetch(hz_cache *cache, uint32_t layer, const uint32_t *experts, uint32_t n);
+/* Blocks until no prefetch request is queued or running (tests and benchmarks that need settled
+ * counters). Returns at once when prefetch is off. */
+void hz_cache_prefetch_wait(hz_cache *cache);
+
 #endif

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "backend/backend.h"
 #include "cache/cache.h"
@@ -25,6 +26,8 @@ typedef enum hz_row_state {
     HZ_ROW_PUBLISHED,      /* mapped by the current generation */
     HZ_ROW_VICTIM_PENDING, /* unmapped by the current generation, still mapped by a live older one */
     HZ_ROW_REUSABLE,       /* every generation mapping it has retired; a spare again */
+    HZ_ROW_PREFETCHED,     /* loaded by a prefetch (copies complete), mapped by no generation: published
+                              when an acquire of its layer wants its expert, freed when dropped */
     HZ_ROW_STATE_COUNT
 } hz_row_state;
 
@@ -63,6 +66,38 @@ struct hz_generation {
 
 enum { HZ_CACHE_OK = 0, HZ_CACHE_FAULTED = 1 };
 
+/* The speculative prefetch (prefetch.c; doc/cache-contract.md, "Prefetch"): one request slot, one
+ * thread of the cache's own that loads requests into spare rows (never waiting for one), and one set of
+ * loaded, unpublished rows ("ready") that the next acquire of their layer adopts where its group wants
+ * them. Every field is guarded by the cache's mu. Once hz_prefetcher_init ran the condition variables
+ * exist, whatever the mode. */
+/* The prefetcher's counters (doc/cache-contract.md, "Stats"). */
+typedef struct hz_prefetch_counts {
+    uint64_t requests, dropped, skipped, rounds, experts, hits, wasted_rows, failures, publications;
+    uint64_t cancelled; /* predicted experts a cancelled load never started */
+} hz_prefetch_counts;
+
+typedef struct hz_prefetcher {
+    int mode;                /* hz_prefetch */
+    int conds;               /* the condition variables are initialized (hz_prefetcher_init ran) */
+    pthread_t thread;
+    int started, stop;
+    pthread_cond_t work_cv;  /* the thread waits here for a request (or stop) */
+    pthread_cond_t idle_cv;  /* broadcast when a request is done (and on FAULTED) */
+    int queued;              /* a request waits: q_layer, q_ids[0..q_n) */
+    uint32_t q_layer, q_n;
+    uint32_t *q_ids;         /* [capacity] */
+    int loading;             /* the thread runs a request of layer cur_layer (from taking it to done) */
+    uint32_t cur_layer, cur_n;
+    uint32_t *ids;           /* [capacity] the running request, the thread's own copy */
+    _Atomic int cancel;      /* set by a miss that the running load does not serve: start no more items */
+    uint32_t ready_layer, ready_n; /* rows loaded and not adopted: ready_rows[0..ready_n) hold */
+    uint32_t *ready_rows;    /* [spare_rows] */
+    uint32_t *ready_experts; /* [spare_rows] ready_experts[i] of ready_layer */
+    hz_prefetch_counts n;
+    char last_error[576];    /* the last failure's message, "" when none */
+} hz_prefetcher;
+
 struct hz_cache {
     hz_host_backing *backing;
     hz_device *device;
@@ -93,6 +128,11 @@ struct hz_cache {
     uint64_t invariant_checks;
     uint64_t failed_txns;
     uint64_t initial_fill_bytes;
+    /* the miss path: bytes of the rounds (demand and prefetch) that published, and their wall time
+     * from the start of the round's copies to its publication */
+    uint64_t miss_xfer_bytes, miss_xfer_ns;
+    uint64_t published_at_ns; /* when the last publication swapped `current` (hz_now_ns) */
+    hz_prefetcher pf;
     /* scratch of the (serialized) miss transaction */
     uint8_t *scratch_mask;      /* experts */
     uint32_t *scratch_rows;     /* spare_rows */
@@ -100,6 +140,60 @@ struct hz_cache {
     uint32_t *scratch_missing;  /* capacity */
     hz_txn_item *scratch_items; /* spare_rows */
 };
+
+/* ---- cache.c calls the prefetcher makes (mu held unless said otherwise) ---- */
+
+/* Monotonic nanoseconds (the miss path's clock). */
+static inline uint64_t hz_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline int hz_cache_is_faulted(const hz_cache *c) {
+    return atomic_load_explicit(&c->state, memory_order_acquire) != HZ_CACHE_OK;
+}
+/* HZ_EFAULTED with the stored reason. */
+int hz_cache_fault_status(const hz_cache *c);
+/* Moves the cache to FAULTED (mu held). Returns HZ_EFAULTED with the reason as the message. */
+int hz_cache_set_faulted(hz_cache *c, const char *fmt, ...) HZ_PRINTF(2, 3);
+/* Retires every old generation that can go. HZ_OK or HZ_EFAULTED. */
+int hz_cache_scan_old(hz_cache *c);
+/* Free and reusable rows. */
+uint32_t hz_cache_count_spares(const hz_cache *c);
+/* Reserves k spare rows (there must be k) for experts[0..k) of `layer` into c->scratch_rows. */
+void hz_cache_take_rows(hz_cache *c, uint32_t k, uint32_t layer, const uint32_t *experts);
+/* Undoes a reservation of scratch_rows[0..k) whose transfers are known to be over. */
+void hz_cache_unreserve_rows(hz_cache *c, uint32_t k);
+/* Publishes a generation adding experts[0..k) of `layer` (in scratch_rows) and evicting LRU experts of
+ * the layer outside group[0..n). HZ_OK, a failure before the swap (nothing changed), or HZ_EFAULTED. */
+int hz_cache_publish(hz_cache *c, uint32_t layer, const uint32_t *experts, uint32_t k, const uint32_t *group,
+                     uint32_t n);
+/* HZ_OK, or HZ_ERANGE / HZ_EINVAL / HZ_ECAPACITY naming the bad input (no lock needed). */
+int hz_cache_validate_group(const hz_cache *c, uint32_t layer, const uint32_t *experts, uint32_t n);
+
+/* ---- prefetch.c ---- */
+
+/* Sets up the prefetcher (condition variables always; for a mode other than OFF also the request
+ * buffers and the thread). Called once by hz_cache_create, before the cache is shared. */
+int hz_prefetcher_init(hz_cache *c, int mode);
+/* Stops the thread (a queued request is dropped, a running one finishes) and frees what init made.
+ * Safe after a failed or partial init. No lock held by the caller. */
+void hz_prefetcher_fini(hz_cache *c);
+/* Whether the queued or running request of `layer` predicts an expert of group[0..n) that the current
+ * generation lacks (then the acquire waits for it rather than loading the expert itself). mu held. */
+int hz_prefetch_serves_locked(const hz_cache *c, uint32_t layer, const uint32_t *group, uint32_t n);
+/* A miss the running load does not serve: the load starts no further item, so the miss waits only for
+ * copies already started. mu held. */
+void hz_prefetch_yield_locked(hz_cache *c);
+/* An acquire of `layer` for group[0..n) in its miss transaction (txn_mu and mu held): publishes the
+ * ready rows of that layer whose experts the group wants, as one generation (victims outside the
+ * group), and counts them as prefetch hits; the others stay ready. A failed publication gives the
+ * wanted rows up (HZ_EFAULTED or the failure). */
+int hz_prefetch_adopt_locked(hz_cache *c, uint32_t layer, const uint32_t *group, uint32_t n);
+/* Frees every ready row (counted as wasted): a newer prediction replaces them, or a miss needs the
+ * rows. mu held. */
+void hz_prefetch_drop_ready_locked(hz_cache *c);
 
 /* Registry of live lease handles (registry.c). */
 int hz_lease_registry_add(const void *lease);

@@ -47,6 +47,91 @@ static int check_row_content(hz_cache *c, uint32_t r, uint8_t *buf, char *why, s
     return HZ_OK;
 }
 
+static int is_loading(const hz_row *row) {
+    return row->state == HZ_ROW_RESERVED || row->state == HZ_ROW_IN_TRANSFER || row->state == HZ_ROW_PREFETCHED;
+}
+
+/* Rows being loaded or loaded and unpublished (reserved, in transfer, prefetched) hold experts that the
+ * current generation does not map, each at most once: a publication can never map an expert twice or
+ * replace a resident copy. */
+static int check_loads(hz_cache *c, const hz_gen *cur, char *why, size_t why_len) {
+    for (uint32_t r = 0; r < c->nrows; r++) {
+        const hz_row *row = &c->rows[r];
+        if (!is_loading(row)) continue;
+        if (row->layer >= c->layers || row->expert >= c->experts) {
+            snprintf(why, why_len, "row %u is %s for layer %u expert %u, out of range", r,
+                     hz_row_state_name(row->state), row->layer, row->expert);
+            return HZ_ESTATE;
+        }
+        uint32_t mapped = cur->map[(size_t)row->layer * c->experts + row->expert];
+        if (mapped != HZ_NO_ROW) {
+            snprintf(why, why_len, "row %u is %s for layer %u expert %u, which row %u already holds published", r,
+                     hz_row_state_name(row->state), row->layer, row->expert, mapped);
+            return HZ_ESTATE;
+        }
+        for (uint32_t q = 0; q < r; q++) {
+            const hz_row *o = &c->rows[q];
+            if (is_loading(o) && o->layer == row->layer && o->expert == row->expert) {
+                snprintf(why, why_len, "rows %u (%s) and %u (%s) both hold unpublished layer %u expert %u", q,
+                         hz_row_state_name(o->state), r, hz_row_state_name(row->state), row->layer, row->expert);
+                return HZ_ESTATE;
+            }
+        }
+    }
+    return HZ_OK;
+}
+
+/* The prefetch bookkeeping: the prefetched rows are exactly the ready list, of the ready layer; every
+ * prefetched expert was adopted (a prefetch hit), given up (wasted) or is still ready; a queued request
+ * is a valid group; with prefetch off nothing was ever requested. */
+static int check_prefetch(hz_cache *c, char *why, size_t why_len) {
+    const hz_prefetcher *pf = &c->pf;
+    uint32_t prefetched = 0;
+    for (uint32_t r = 0; r < c->nrows; r++) prefetched += c->rows[r].state == HZ_ROW_PREFETCHED;
+    if (prefetched != pf->ready_n) {
+        snprintf(why, why_len, "%u rows are prefetched, the ready list has %u", prefetched, pf->ready_n);
+        return HZ_ESTATE;
+    }
+    for (uint32_t i = 0; i < pf->ready_n; i++) {
+        uint32_t r = pf->ready_rows[i];
+        if (r >= c->nrows || c->rows[r].state != HZ_ROW_PREFETCHED || c->rows[r].layer != pf->ready_layer ||
+            c->rows[r].expert != pf->ready_experts[i]) {
+            snprintf(why, why_len, "ready entry %u (layer %u expert %u) names row %u, which does not hold it", i,
+                     pf->ready_layer, pf->ready_experts[i], r);
+            return HZ_ESTATE;
+        }
+    }
+    const hz_prefetch_counts *n = &pf->n;
+    if (n->experts != n->hits + n->wasted_rows + pf->ready_n) {
+        snprintf(why, why_len, "%llu experts prefetched, yet %llu hits + %llu wasted + %u ready",
+                 (unsigned long long)n->experts, (unsigned long long)n->hits, (unsigned long long)n->wasted_rows,
+                 pf->ready_n);
+        return HZ_ESTATE;
+    }
+    if (pf->mode == HZ_PREFETCH_OFF && (n->requests || pf->queued || pf->loading || n->experts || pf->started)) {
+        snprintf(why, why_len, "prefetch is off, yet %llu requests, %llu experts, queued %d, loading %d, thread %d",
+                 (unsigned long long)n->requests, (unsigned long long)n->experts, pf->queued, pf->loading,
+                 pf->started);
+        return HZ_ESTATE;
+    }
+    if (pf->mode != HZ_PREFETCH_OFF && !pf->started && !pf->stop) {
+        snprintf(why, why_len, "prefetch is on but its thread does not run");
+        return HZ_ESTATE;
+    }
+    if (pf->queued) {
+        if (pf->q_layer >= c->layers || pf->q_n == 0 || pf->q_n > c->capacity) {
+            snprintf(why, why_len, "queued prefetch of layer %u with %u experts", pf->q_layer, pf->q_n);
+            return HZ_ESTATE;
+        }
+        for (uint32_t i = 0; i < pf->q_n; i++)
+            if (pf->q_ids[i] >= c->experts) {
+                snprintf(why, why_len, "queued prefetch names expert %u of %u", pf->q_ids[i], c->experts);
+                return HZ_ESTATE;
+            }
+    }
+    return HZ_OK;
+}
+
 int hz_cache_check_invariants_locked(hz_cache *c, int check_content, const uint32_t *rows_to_read,
                                      uint32_t n_rows_to_read, char *why, size_t why_len) {
     int st = HZ_OK;
@@ -127,6 +212,7 @@ int hz_cache_check_invariants_locked(hz_cache *c, int check_content, const uint3
         case HZ_ROW_REUSABLE:
         case HZ_ROW_RESERVED:
         case HZ_ROW_IN_TRANSFER:
+        case HZ_ROW_PREFETCHED:
             /* A live generation is one with a lease or an incomplete consumer event (or the current
              * one): a row it maps must not be handed out or written. */
             if (refs[r]) FAIL("row %u is %s while %u live generation(s) map it", r, hz_row_state_name(row->state), refs[r]);
@@ -158,6 +244,8 @@ int hz_cache_check_invariants_locked(hz_cache *c, int check_content, const uint3
                  (unsigned long long)ts.staging_copies, (unsigned long long)ts.staging_bytes,
                  (unsigned long long)ts.staging_high_water);
     }
+    if ((st = check_loads(c, cur, why, why_len))) goto done;
+    if ((st = check_prefetch(c, why, why_len))) goto done;
     uint64_t d2h = atomic_load(&c->be->bytes[HZ_D2H][HZ_PURPOSE_EXPERT]);
     if (d2h) FAIL("%llu bytes of expert D2H were counted", (unsigned long long)d2h);
     if (check_content) {
@@ -165,8 +253,11 @@ int hz_cache_check_invariants_locked(hz_cache *c, int check_content, const uint3
             for (uint32_t i = 0; i < n_rows_to_read; i++)
                 if ((st = check_row_content(c, rows_to_read[i], buf, why, why_len))) goto done;
         } else {
+            /* Mapped rows, and prefetched ones: their copies are complete, publication may come any time. */
             for (uint32_t r = 0; r < c->nrows; r++)
-                if (refs[r] && (st = check_row_content(c, r, buf, why, why_len))) goto done;
+                if ((refs[r] || c->rows[r].state == HZ_ROW_PREFETCHED) &&
+                    (st = check_row_content(c, r, buf, why, why_len)))
+                    goto done;
         }
     }
     c->invariant_checks++;

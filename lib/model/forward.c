@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/cache.h"
 #include "model.h"
 
 /* ---------------------------------------------------------------------------------------------------
@@ -242,6 +243,31 @@ static void topk(const float *p, uint32_t E, uint32_t K, uint32_t *ids, float *v
     }
 }
 
+/* Speculative prefetch (cache option HZ_PREFETCH_NEXT_LAYER): layer l+1's router applied to layer l's
+ * MoE input (rs->xn, the same FP16 values the router of layer l saw) predicts the next layer's experts,
+ * and the cache starts loading the missing ones on its own thread while layer l's experts compute here.
+ * Decode only (one token): a prefill's union of experts can exceed a layer's capacity and is not
+ * latency-bound per layer. The request is advisory and cannot change a result (a row holds its expert's
+ * bytes whoever loaded it), so its status is dropped: the cache counts what it did, and a FAULTED cache
+ * is reported by the next acquire. Uses rs->rlog, whose probabilities are already in topk_ids/topk_w. */
+#define HZ_PREFETCH_MAX_IDS 64u
+
+static void prefetch_next_layer(hz_session *s, uint32_t l) {
+    hz_model *m = s->model;
+    const hz_model_config *c = &m->cfg;
+    hz_run_state *rs = &s->rs;
+    uint32_t n = c->top_k;
+    if (n > HZ_PREFETCH_MAX_IDS) n = HZ_PREFETCH_MAX_IDS;
+    if (n > m->group_limit) n = m->group_limit; /* a request is one group: at most the capacity */
+    if (l + 1 >= c->layers || n == 0) return;
+    uint32_t ids[HZ_PREFETCH_MAX_IDS];
+    float vals[HZ_PREFETCH_MAX_IDS];
+    linear(rs->xn, 1, c->hidden, m->w.layers[l + 1].router, NULL, c->experts, rs->rlog, 1, rs->wrow);
+    softmax(rs->rlog, c->experts);
+    topk(rs->rlog, c->experts, n, ids, vals);
+    (void)hz_cache_prefetch(m->cache, l + 1, ids, n);
+}
+
 static int routed_experts(hz_session *s, uint32_t l, uint32_t T) {
     hz_model *m = s->model;
     const hz_model_config *c = &m->cfg;
@@ -269,6 +295,9 @@ static int routed_experts(hz_session *s, uint32_t l, uint32_t T) {
         hz_generation *lease = NULL;
         int st = hz_model_lease_group(m, l, ids, gn, &lease, rs->rows);
         if (st) return st;
+        /* After this layer's last acquire (so it never queues ahead of it), before its experts run. */
+        if (T == 1 && g0 + gn == n_union && hz_cache_prefetch_mode(m->cache) == HZ_PREFETCH_NEXT_LAYER)
+            prefetch_next_layer(s, l);
         hz_moe_call call = {
             .layout = m->layout,
             .n_tokens = T,

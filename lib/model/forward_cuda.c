@@ -1,20 +1,30 @@
 /* The forward pass on a cuda device: the same graph and rounding points as forward.c (doc/numerics.md),
- * run by the kernels of cuda/model/model_ops.cuh and the cuda W4A16 executors, all on the backend's
- * compute queue.
+ * run by the fused decode kernels of cuda/model/decode_ops.cuh and the cuda W4A16 executors, all on the
+ * backend's compute queue. A decode step is 4 kernels per layer plus the experts (enqueue_step): the
+ * residual norms run inside the GEMVs that consume them, q/k norm + RoPE + KV store inside the split
+ * attention, the router's top-k and the lm_head's argmax as GEMV tails; the position and token reach
+ * the kernels through device memory (g->dstep), never as launch arguments.
  *
  * Residency decides how a layer's routed experts are reached:
  *   full    (cache capacity == experts): the model holds one lease per layer on the published
  *           generation for its whole life, so rows cannot move or be reused, and keeps a device table
- *           [layer x expert] -> row address. The router kernel writes the chosen rows straight into the
- *           executor's device argument array: no host round trip inside a step.
+ *           [layer x expert] -> row address. The router tail writes the chosen rows straight into the
+ *           executor's device argument array: no host round trip inside a step. The last-token step is
+ *           therefore captured once per session as a CUDA graph (embedding .. argmax) and replayed,
+ *           with the token and position set in its first node; if the capture fails the session runs
+ *           the same kernels one by one and its stats say why.
  *   partial: per layer the top-k ids and weights come back to the host (one small counted D2H,
  *           purpose ROUTING, then a compute-queue sync), the cache acquires the group (misses travel on
  *           the copy queue inside the acquire), the executor is enqueued on the leased rows and the
- *           lease is released with an event recorded on the compute queue after it.
- * Prefill runs its tokens one at a time through the decode kernels (same arithmetic per token as the
- * CPU path, which makes prefill equal token-by-token decode here too); batched GEMM prefill is a later
- * optimisation. */
+ *           lease is released with an event recorded on the compute queue after it. Always eager.
+ * A step ends with the argmax (4 bytes) back on the host; the logits stay on the device until
+ * hz_gpu_logits_fetch (hz_session_logits, a non-greedy sampler).
+ * A prompt of more than one token goes to the batched prefill of prefill_cuda.c (chunks of up to 512
+ * tokens: cuBLAS GEMMs, batched norms/RoPE/attention, a tensor-core W4A16 kernel per expert group);
+ * HZ_GPU_PREFILL=token keeps the token-by-token path through the decode step, which the tests compare
+ * against. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,6 +128,22 @@ void hz_gpu_model_destroy(hz_model *m) {
     m->gpu = NULL;
 }
 
+/* The decode kernels' requirements and launch shapes (device SM count, GEMV grid bound). */
+static int decode_setup(hz_model *m, hz_gpu_model *g) {
+    const hz_model_config *c = &m->cfg;
+    if (!hz_decode_attention_supported(c->head_dim))
+        return hz_error(HZ_EUNSUPPORTED, "model: head_dim %u: the cuda decode step needs a multiple of 8 up to 256",
+                        c->head_dim);
+    if (c->experts > 1024 || c->top_k > 64)
+        return hz_error(HZ_EUNSUPPORTED, "model: %u experts top-%u: the cuda router takes at most 1024, top-64",
+                        c->experts, c->top_k);
+    uint32_t max_in = c->hidden, qd = c->heads * c->head_dim;
+    if (qd > max_in) max_in = qd;
+    if (c->shared_inter > max_in) max_in = c->shared_inter;
+    int st = hz_decode_device_info(g->queue, max_in, &g->dev);
+    return st ? hz_error_prefix(st, "model") : HZ_OK;
+}
+
 int hz_gpu_model_create(hz_model *m) {
     const hz_model_config *c = &m->cfg;
     hz_gpu_model *g = hz_calloc(1, sizeof *g);
@@ -147,6 +173,8 @@ int hz_gpu_model_create(hz_model *m) {
     if (!st && m->w.lm_head == m->w.embed) g->dw.lm_head = g->dw.embed;
     if (!st) st = g->be->ops->queue_sync(g->be, HZ_QUEUE_COMPUTE);
     if (st) return hz_error_prefix(st, "model: uploading %llu bytes of non-routed weights", (unsigned long long)total);
+    st = decode_setup(m, g);
+    if (st) return st;
 
     /* The device table needs one executor call per layer to cover the token's experts. */
     if (m->group_limit >= c->experts && c->top_k <= HZ_W4A16_MAX_EXPERTS) {
@@ -165,6 +193,8 @@ void hz_gpu_session_destroy(hz_session *s) {
     if (!g) return;
     hz_backend *be = s->model->gpu->be;
     (void)be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
+    hz_gpu_prefill_destroy(s);
+    hz_decode_graph_destroy(g->graph);
     hz_event_destroy(g->done);
     if (g->act) be->ops->mem_free(be, g->act);
     if (g->kc) be->ops->mem_free(be, g->kc);
@@ -210,6 +240,11 @@ static uint64_t layout_act(hz_session *s, hz_gpu_session *g, uint8_t *base) {
     g->rows_dev = carve(base, &off, K * sizeof(void *));
     g->argmax = carve(base, &off, 4);
     g->scratch = carve(base, &off, g->scratch_bytes);
+    g->h2 = carve(base, &off, H * 2);
+    g->dstep = carve(base, &off, sizeof(hz_dstep));
+    g->attn_part = carve(base, &off, (uint64_t)c->heads * g->attn_splits * (c->head_dim + 2u) * 4u);
+    g->attn_count = carve(base, &off, (uint64_t)c->heads * 4u);
+    g->tail = carve(base, &off, hz_decode_tail_bytes(&s->model->gpu->dev));
     return off;
 }
 
@@ -238,6 +273,9 @@ int hz_gpu_session_create(hz_session *s) {
     if (!g) return HZ_ENOMEM;
     s->gpu = g;
     g->scratch_bytes = hz_exec_cuda_scratch_bytes(m->layout);
+    g->attn_splits = hz_decode_attention_splits(&m->gpu->dev, c->heads, s->max_context);
+    g->use_graph = 1;
+    g->use_pdl = 1;
     const uint64_t act_bytes = layout_act(s, g, NULL);
     const uint64_t kv_bytes = (uint64_t)c->layers * s->max_context * c->kv_heads * c->head_dim * sizeof(hz_f16);
     const uint32_t K = c->top_k, rows_n = m->group_limit > K ? m->group_limit : K;
@@ -260,8 +298,11 @@ int hz_gpu_session_create(hz_session *s) {
 
     float *rope = rope_table(c, s->max_context);
     if (!rope) return HZ_ENOMEM;
-    st = hz_backend_copy_h2d(be, HZ_QUEUE_COMPUTE, g->rope, rope, (uint64_t)s->max_context * c->head_dim * 4u,
-                             HZ_PURPOSE_WEIGHTS);
+    /* Zero: the attention and GEMV-tail counters must start at 0 (they return there after each use). */
+    st = be->ops->memset(be, HZ_QUEUE_COMPUTE, g->act, 0, act_bytes);
+    if (!st)
+        st = hz_backend_copy_h2d(be, HZ_QUEUE_COMPUTE, g->rope, rope, (uint64_t)s->max_context * c->head_dim * 4u,
+                                 HZ_PURPOSE_WEIGHTS);
     if (!st) st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
     free(rope);
     return st;
@@ -271,14 +312,27 @@ int hz_gpu_session_create(hz_session *s) {
  * The step
  * ------------------------------------------------------------------------------------------------- */
 
-/* Routed experts of layer l at partial residency: ids back to the host, leases, executor, release. */
+/* Speculative next-layer prefetch at partial residency (helpers after routed_partial). */
+#define HZ_GPU_PREDICT_MAX 64u /* the route kernel's top-k limit */
+static uint32_t prediction_count(const hz_model *m, uint32_t l);
+static int enqueue_prediction(hz_session *s, uint32_t l);
+static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n);
+
+/* Routed experts of layer l at partial residency: ids back to the host, leases, executor, release. With
+ * the cache's HZ_PREFETCH_NEXT_LAYER, layer l+1's router also runs on this layer's MoE input before the
+ * ids come back (one sync brings both), and the predicted experts are handed to the cache right after
+ * this layer's executor is queued, so their copies overlap its compute. */
 static int routed_partial(hz_session *s, uint32_t l) {
     hz_model *m = s->model;
     hz_gpu_model *gm = m->gpu;
     hz_gpu_session *g = s->gpu;
     hz_backend *be = gm->be;
     const uint32_t K = m->cfg.top_k;
-    int st = hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, g->h_ids, g->route, 2u * K * 4u, HZ_PURPOSE_ROUTING);
+    const uint32_t npred = prediction_count(m, l);
+    uint32_t pred[HZ_GPU_PREDICT_MAX];
+    int st = npred ? enqueue_prediction(s, l) : HZ_OK;
+    if (!st) st = hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, g->h_ids, g->route, 2u * K * 4u, HZ_PURPOSE_ROUTING);
+    if (!st && npred) st = read_prediction(s, pred, npred);
     if (!st) st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
     if (st) return hz_error_prefix(st, "layer %u: reading the routing back", l);
     /* The router kernel wrote the ids ascending and distinct: the groups are consecutive slices. */
@@ -319,7 +373,46 @@ static int routed_partial(hz_session *s, uint32_t l) {
         if (st) return st;
         if (rst) return hz_error_prefix(rst, "layer %u: releasing a lease", l);
     }
+    /* Advisory: the cache counts what it does with the request; a FAULTED cache shows at the next
+     * acquire. The prediction cannot change a result, only which copies happen when. */
+    if (npred) (void)hz_cache_prefetch(m->cache, l + 1, pred, npred);
     return HZ_OK;
+}
+
+/* How many predicted ids layer l hands to the cache: 0 without prefetch or a next layer; else top-k,
+ * at most one group (the cache's capacity) and the route kernel's limit. */
+static uint32_t prediction_count(const hz_model *m, uint32_t l) {
+    if (hz_cache_prefetch_mode(m->cache) != HZ_PREFETCH_NEXT_LAYER || l + 1 >= m->cfg.layers) return 0;
+    const uint32_t K = m->cfg.top_k;
+    if (K == 0 || K > HZ_GPU_PREDICT_MAX) return 0;
+    return K < m->group_limit ? K : m->group_limit;
+}
+
+/* Layer l+1's router and top-k on layer l's MoE input, on the compute queue. Buffers: the FP16 logits
+ * go to g->rlog, which layer l's route kernel (queued before) has read and layer l+1's router will
+ * rewrite; ids and FP32 weights go to g->rows_dev ([K] device pointers = 8K bytes), which the route
+ * kernel writes only at full residency, where this path does not run. */
+static int enqueue_prediction(hz_session *s, uint32_t l) {
+    hz_model *m = s->model;
+    hz_gpu_session *g = s->gpu;
+    const hz_model_config *c = &m->cfg;
+    void *q = m->gpu->queue;
+    hz_mgemv_seg router = {m->gpu->dw.layers[l + 1].router, NULL, g->rlog, c->experts, 0};
+    int st = hz_model_gemv(g->xn, c->hidden, &router, 1, q);
+    uint32_t *ids = (uint32_t *)(void *)g->rows_dev;
+    if (!st)
+        st = hz_model_route(g->rlog, c->experts, c->top_k, c->norm_topk_prob, ids, (float *)(void *)(ids + c->top_k),
+                            NULL, NULL, q);
+    if (st) return hz_error_prefix(st, "layer %u: predicting layer %u's experts", l, l + 1);
+    return HZ_OK;
+}
+
+/* Enqueues the copy of the first n predicted ids into `ids` (host stack memory, so the copy completes
+ * before the call returns on cuda; counted under purpose routing). */
+static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n) {
+    hz_backend *be = s->model->gpu->be;
+    return hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, ids, (const void *)s->gpu->rows_dev, (uint64_t)n * 4u,
+                               HZ_PURPOSE_ROUTING);
 }
 
 #define CALL(expr)                                                                                        \
@@ -328,77 +421,154 @@ static int routed_partial(hz_session *s, uint32_t l) {
         if (st_) return hz_error_prefix(st_, "layer %u", l);                                              \
     } while (0)
 
-static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
+/* Every kernel of a step after hz_decode_begin, on `stream` (the compute queue, or the capture stream
+ * of the graph). Per layer:
+ *   qkv GEMV      x = attn_norm(h + moe of the previous layer), or of the embedding row (layer 0)
+ *   attention     q/k norm, RoPE, KV store, split softmax over positions 0..pos
+ *   o GEMV
+ *   router GEMV   x = ffn_norm(h + o) (also stored in xn for the experts), zeroes acc; Qwen adds the
+ *                 shared expert's gate/up/gate-logit rows; tail: softmax + top-k (+ device row table)
+ *   experts       full: one executor call on the device table; partial: routed_partial
+ *   (Qwen) shared down GEMV, x = fp16(silu(g) * u)
+ * then, for the last token, the lm_head GEMV with x = final_norm(h + moe) and the argmax tail.
+ * Residual norm r (0, 1, 2, ...) writes h into hb[r & 1] and reads hb[(r - 1) & 1]. Nothing here
+ * depends on the position or the token except through g->dstep, so the sequence can be replayed. */
+static int enqueue_step(hz_session *s, int last, void *stream) {
     hz_model *m = s->model;
     const hz_model_config *c = &m->cfg;
     hz_gpu_model *gm = m->gpu;
     hz_gpu_session *g = s->gpu;
-    hz_backend *be = gm->be;
-    void *q = gm->queue;
     const uint32_t H = c->hidden, D = c->head_dim, Hq = c->heads, Hkv = c->kv_heads, QD = Hq * D, KD = Hkv * D;
     const uint32_t E = c->experts, K = c->top_k, S = c->shared_inter, L = c->layers;
     const int qwen = c->arch == HZ_ARCH_QWEN2MOE;
-    uint32_t l = 0;
-
-    hz_resnorm_args rn = {.h = g->h, .h_in = gm->dw.embed + (size_t)token * H, .w = gm->dw.layers[0].attn_norm,
-                          .y = g->xn, .eps = c->rms_eps, .n = H};
-    CALL(hz_model_resnorm(&rn, q));
+    const hz_klaunch kl = {stream, g->use_pdl};
+    hz_f16 *hb[2] = {g->h, g->h2};
+    uint32_t r = 0, l = 0;
     for (l = 0; l < L; l++) {
         const hz_layer_weights *w = &gm->dw.layers[l];
-        hz_mgemv_seg qkv[3] = {{w->wq, w->bq, g->q, QD, 0}, {w->wk, w->bk, g->k, KD, 0}, {w->wv, w->bv, g->v, KD, 0}};
-        CALL(hz_model_gemv(g->xn, H, qkv, 3, q));
+        hz_dgemv_args qa = {.seg = {{w->wq, w->bq, g->q, QD, 0}, {w->wk, w->bk, g->k, KD, 0}, {w->wv, w->bv, g->v, KD, 0}},
+                            .nseg = 3, .in = H, .x_mode = HZ_DGEMV_X_RESNORM, .norm_w = w->attn_norm,
+                            .eps = c->rms_eps, .h_out = hb[r & 1]};
+        if (l == 0) {
+            qa.embed = gm->dw.embed;
+            qa.step = g->dstep;
+        } else {
+            qa.h_in = hb[(r - 1) & 1];
+            qa.acc = g->acc;
+            qa.shared = qwen ? g->shd : NULL;
+            qa.shared_gate = qwen ? g->sgate : NULL;
+        }
+        r++;
+        CALL(hz_decode_gemv(&qa, &gm->dev, &kl));
         const size_t kv_layer = (size_t)l * s->max_context * KD;
-        hz_qkv_post_args qp = {.q = g->q, .k = g->k, .v = g->v, .q_norm = w->q_norm, .k_norm = w->k_norm,
-                               .eps = c->rms_eps, .rope_cs = g->rope + (size_t)pos * D,
-                               .k_dst = g->kc + kv_layer + (size_t)pos * KD, .v_dst = g->vc + kv_layer + (size_t)pos * KD,
-                               .heads = Hq, .kv_heads = Hkv, .head_dim = D};
-        CALL(hz_model_qkv_post(&qp, q));
-        CALL(hz_model_attention(g->q, g->kc + kv_layer, g->vc + kv_layer, g->att, g->scores, s->max_context, Hq,
-                                Hkv, D, pos + 1, q));
-        hz_mgemv_seg o = {w->wo, w->bo, g->proj, H, 0};
-        CALL(hz_model_gemv(g->att, QD, &o, 1, q));
-        rn = (hz_resnorm_args){.h = g->h, .d = g->proj, .w = w->ffn_norm, .y = g->xn, .eps = c->rms_eps, .n = H};
-        CALL(hz_model_resnorm(&rn, q));
-
-        /* Router logits (FP16) and, for Qwen, the shared expert's FP32 gate/up and its FP16 gate logit:
-         * four products of the same x in one launch. */
-        hz_mgemv_seg mx[4] = {{w->router, NULL, g->rlog, E, 0},
-                              {w->sh_gate, NULL, g->shg, S, 1},
-                              {w->sh_up, NULL, g->shu, S, 1},
-                              {w->sh_router, NULL, g->sgate, 1, 0}};
-        CALL(hz_model_gemv(g->xn, H, mx, qwen ? 4 : 1, q));
-        CALL(hz_model_route(g->rlog, E, K, c->norm_topk_prob, g->route, g->route_w,
-                            gm->full ? gm->table + (size_t)l * E : NULL, g->rows_dev, q));
-        CALL(be->ops->memset(be, HZ_QUEUE_COMPUTE, g->acc, 0, (uint64_t)H * 4u));
+        hz_dattn_args aa = {.q = g->q, .k = g->k, .v = g->v, .q_norm = w->q_norm, .k_norm = w->k_norm,
+                            .eps = c->rms_eps, .rope = g->rope, .step = g->dstep, .kc = g->kc + kv_layer,
+                            .vc = g->vc + kv_layer, .out = g->att, .part = g->attn_part, .count = g->attn_count,
+                            .splits = g->attn_splits, .heads = Hq, .kv_heads = Hkv, .head_dim = D};
+        CALL(hz_decode_attention(&aa, &kl));
+        hz_dgemv_args oa = {.seg = {{w->wo, w->bo, g->proj, H, 0}}, .nseg = 1, .in = QD, .x_mode = HZ_DGEMV_X_PLAIN,
+                            .x = g->att};
+        CALL(hz_decode_gemv(&oa, &gm->dev, &kl));
+        hz_dgemv_args ra = {.seg = {{w->router, NULL, g->rlog, E, 0},
+                                    {w->sh_gate, NULL, g->shg, S, 1},
+                                    {w->sh_up, NULL, g->shu, S, 1},
+                                    {w->sh_router, NULL, g->sgate, 1, 0}},
+                            .nseg = qwen ? 4 : 1, .in = H, .x_mode = HZ_DGEMV_X_RESNORM, .h_in = hb[(r - 1) & 1],
+                            .d = g->proj, .norm_w = w->ffn_norm, .eps = c->rms_eps, .h_out = hb[r & 1],
+                            .x_out = g->xn, .zero = g->acc, .zero_n = H, .tail = HZ_DGEMV_TAIL_ROUTE, .top_k = K,
+                            .norm_topk = c->norm_topk_prob, .ids_out = g->route, .w_out = g->route_w,
+                            .table = gm->full ? gm->table + (size_t)l * E : NULL, .rows_out = g->rows_dev,
+                            .tail_scratch = g->tail};
+        r++;
+        CALL(hz_decode_gemv(&ra, &gm->dev, &kl));
         if (gm->full)
             CALL(hz_exec_cuda_moe_device(m->exec, K, g->rows_dev, g->route_w, g->xn, g->acc, g->scratch,
-                                         g->scratch_bytes, q));
+                                         g->scratch_bytes, stream));
         else
             CALL(routed_partial(s, l));
         if (qwen) {
-            CALL(hz_model_silu_mul(g->shg, g->shu, g->sha, S, q));
-            hz_mgemv_seg dn = {w->sh_down, NULL, g->shd, H, 0};
-            CALL(hz_model_gemv(g->sha, S, &dn, 1, q));
+            hz_dgemv_args da = {.seg = {{w->sh_down, NULL, g->shd, H, 0}}, .nseg = 1, .in = S,
+                                .x_mode = HZ_DGEMV_X_SILU, .g = g->shg, .u = g->shu};
+            CALL(hz_decode_gemv(&da, &gm->dev, &kl));
         }
-        /* h += moe, then the next layer's input norm (or the final norm after the last layer). */
-        rn = (hz_resnorm_args){.h = g->h, .acc = g->acc, .shared = qwen ? g->shd : NULL,
-                               .shared_gate = qwen ? g->sgate : NULL,
-                               .w = l + 1 < L ? gm->dw.layers[l + 1].attn_norm : gm->dw.final_norm,
-                               .y = g->xn, .eps = c->rms_eps, .n = H};
-        CALL(hz_model_resnorm(&rn, q));
     }
     if (!last) return HZ_OK;
-    hz_mgemv_seg head = {gm->dw.lm_head, NULL, g->logits, c->vocab, 1};
-    CALL(hz_model_gemv(g->xn, H, &head, 1, q));
-    CALL(hz_model_argmax(g->logits, c->vocab, g->argmax, q));
-    CALL(hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, s->logits, g->logits, (uint64_t)c->vocab * 4u,
-                             HZ_PURPOSE_ACTIVATION));
-    CALL(hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, g->h_argmax, g->argmax, 4u, HZ_PURPOSE_ACTIVATION));
-    CALL(be->ops->queue_sync(be, HZ_QUEUE_COMPUTE));
+    hz_dgemv_args ha = {.seg = {{gm->dw.lm_head, NULL, g->logits, c->vocab, 1}}, .nseg = 1, .in = H,
+                        .x_mode = HZ_DGEMV_X_RESNORM, .h_in = hb[(r - 1) & 1], .acc = g->acc,
+                        .shared = qwen ? g->shd : NULL, .shared_gate = qwen ? g->sgate : NULL,
+                        .norm_w = gm->dw.final_norm, .eps = c->rms_eps, .tail = HZ_DGEMV_TAIL_ARGMAX,
+                        .argmax_out = g->argmax, .tail_scratch = g->tail};
+    CALL(hz_decode_gemv(&ha, &gm->dev, &kl));
     return HZ_OK;
 }
 
+/* Keeps the reason a capture failed (the session then runs eagerly) and says so once in the log. */
+static void graph_failed(hz_gpu_session *g, const char *why) {
+    g->graph_state = -1;
+    snprintf(g->graph_why, sizeof g->graph_why, "%s", why && *why ? why : "unknown");
+    hz_log(HZ_LOG_WARN, "decode: CUDA graph capture failed, running the step eagerly: %s", g->graph_why);
+}
+
+/* Captures the whole full-residency step once: begin (token and position as kernel parameters, set
+ * again at every replay), the layers, lm_head and argmax. Nothing is executed by the capture. */
+static void graph_capture(hz_session *s) {
+    hz_gpu_session *g = s->gpu;
+    void *cs = NULL;
+    int st = hz_decode_graph_begin_capture(s->model->gpu->queue, &cs);
+    if (st) {
+        graph_failed(g, hz_last_error_message());
+        return;
+    }
+    int est = hz_decode_begin(0, 0, g->dstep, cs);
+    if (!est) est = enqueue_step(s, 1, cs);
+    char why[sizeof g->graph_why] = "";
+    if (est) snprintf(why, sizeof why, "%s", hz_last_error_message());
+    st = hz_decode_graph_end_capture(cs, est == HZ_OK, &g->graph);
+    if (est || st || !g->graph) {
+        graph_failed(g, est ? why : hz_last_error_message());
+        return;
+    }
+    g->graph_state = 1;
+}
+
+/* One token at position pos; `last`: also lm_head and the argmax, brought back to *h_argmax (the
+ * logits stay on the device until hz_gpu_logits_fetch). At full residency the last-token step is the
+ * captured graph (unless disabled or its capture failed); otherwise the same kernels are launched one
+ * by one, which gives the same bits. */
+static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
+    hz_model *m = s->model;
+    hz_gpu_model *gm = m->gpu;
+    hz_gpu_session *g = s->gpu;
+    hz_backend *be = gm->be;
+    void *q = gm->queue;
+    uint32_t l = 0;
+    CALL(hz_decode_enter(q));
+    /* The first such step runs eagerly (one-time initialisations of the kernels' launchers happen
+     * outside any capture), the second is captured and replayed, and so are all later ones. */
+    const int graphable = gm->full && last && g->use_graph;
+    if (graphable && g->graph_state == 2) graph_capture(s);
+    if (graphable && g->graph_state == 1) {
+        int st = hz_decode_graph_launch(g->graph, token, pos, g->dstep, q);
+        if (st) return hz_error_prefix(st, "decode step at position %u", pos);
+        g->graph_steps++;
+    } else {
+        CALL(hz_decode_begin(token, pos, g->dstep, q));
+        int st = enqueue_step(s, last, q);
+        if (st) return hz_error_prefix(st, "decode step at position %u", pos);
+        g->eager_steps++;
+        if (graphable && g->graph_state == 0) g->graph_state = 2;
+    }
+    if (!last) return HZ_OK;
+    g->logits_on_host = 0;
+    int st = hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, g->h_argmax, g->argmax, 4u, HZ_PURPOSE_ACTIVATION);
+    if (!st) st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
+    return st ? hz_error_prefix(st, "decode step at position %u: reading the argmax back", pos) : HZ_OK;
+}
+
 int hz_forward_gpu(hz_session *s, const int32_t *tokens, uint32_t n) {
+    /* Prompts run through the batched prefill (prefill_cuda.c); HZ_GPU_PREFILL=token keeps them on the
+     * token-by-token path below, =batched sends single tokens there too (tests compare the paths). */
+    if (hz_gpu_prefill_wanted(s, n)) return hz_gpu_prefill_forward(s, tokens, n);
     for (uint32_t t = 0; t < n; t++) {
         int st = step(s, tokens[t], s->pos + t, t + 1 == n);
         if (st) return st;
@@ -407,3 +577,66 @@ int hz_forward_gpu(hz_session *s, const int32_t *tokens, uint32_t n) {
 }
 
 int32_t hz_gpu_greedy_token(const hz_session *s) { return *s->gpu->h_argmax; }
+
+/* ---------------------------------------------------------------------------------------------------
+ * Logits on demand, decode options, stats
+ * ------------------------------------------------------------------------------------------------- */
+
+int hz_gpu_logits_fetch(const hz_session *s) {
+    hz_gpu_session *g = s->gpu;
+    if (g->logits_on_host) return HZ_OK;
+    hz_backend *be = s->model->gpu->be;
+    int st = hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, s->logits, g->logits, (uint64_t)s->model->cfg.vocab * 4u,
+                                 HZ_PURPOSE_ACTIVATION);
+    if (!st) st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
+    if (st) return hz_error_prefix(st, "reading the logits back");
+    g->logits_on_host = 1;
+    return HZ_OK;
+}
+
+void hz_gpu_logits_invalidate(hz_session *s) {
+    if (s->gpu) s->gpu->logits_on_host = 0;
+}
+
+int hz_gpu_session_set_decode(hz_session *s, int graph, int pdl, uint32_t splits) {
+    hz_gpu_session *g = s ? s->gpu : NULL;
+    if (!g) return hz_error(HZ_EINVAL, "hz_gpu_session_set_decode: not a cuda session");
+    const uint32_t max_splits = hz_decode_attention_splits(&s->model->gpu->dev, s->model->cfg.heads, s->max_context);
+    if (splits > max_splits)
+        return hz_error(HZ_EINVAL, "hz_gpu_session_set_decode: %u attention splits (at most %u)", splits, max_splits);
+    hz_backend *be = s->model->gpu->be;
+    int st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE); /* no replay of the old graph is in flight */
+    if (st) return st;
+    hz_decode_graph_destroy(g->graph);
+    g->graph = NULL;
+    g->graph_state = 0;
+    g->graph_why[0] = '\0';
+    g->use_graph = graph != 0;
+    g->use_pdl = pdl != 0;
+    g->attn_splits = splits ? splits : max_splits;
+    return HZ_OK;
+}
+
+int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
+    const hz_gpu_session *g = s->gpu;
+    const char *path = !s->model->gpu->full ? "eager (partial residency)"
+                       : !g->use_graph     ? "eager (graph disabled)"
+                       : g->graph_state == 1 ? "graph"
+                       : g->graph_state < 0  ? "eager (graph capture failed)"
+                                             : "graph (not captured yet)";
+    /* The reason is CUDA's and ours: no quotes or backslashes are expected, but JSON must stay valid. */
+    char why[sizeof g->graph_why];
+    size_t j = 0;
+    for (size_t i = 0; g->graph_why[i] && j + 1 < sizeof why; i++) {
+        char ch = g->graph_why[i];
+        why[j++] = (ch == '"' || ch == '\\' || (unsigned char)ch < 0x20) ? '\'' : ch;
+    }
+    why[j] = '\0';
+    int k = snprintf(buf, n,
+                     ",\"decode_path\":\"%s\",\"decode_pdl\":%s,\"graph_kernels\":%u,\"graph_steps\":%llu,"
+                     "\"eager_steps\":%llu,\"attention_splits\":%u,\"graph_fallback\":%s%s%s",
+                     path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graph),
+                     (unsigned long long)g->graph_steps, (unsigned long long)g->eager_steps, g->attn_splits,
+                     g->graph_state < 0 ? "\"" : "", g->graph_state < 0 ? why : "null", g->graph_state < 0 ? "\"" : "");
+    return k < 0 || (size_t)k >= n ? hz_error(HZ_ENOMEM, "session stats: decode fields do not fit") : HZ_OK;
+}

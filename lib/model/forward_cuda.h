@@ -10,6 +10,8 @@
 #include "backend/backend.h"
 #include "model.h"
 
+#include "../../cuda/model/decode_ops.cuh"
+
 /* The prefill path's own state (prefill_cuda.c), created on first use and freed with the session. */
 typedef struct hz_gpu_prefill hz_gpu_prefill;
 
@@ -23,6 +25,7 @@ struct hz_gpu_model {
     int full;         /* device-resident routing table in use */
     hz_generation **leases; /* [layers] held while full */
     const void **table;     /* device [layers x experts] row addresses (full only) */
+    hz_decode_dev dev;      /* SM count and GEMV grid bound: the decode kernels' launch shapes */
 };
 
 struct hz_gpu_session {
@@ -43,6 +46,48 @@ struct hz_gpu_session {
     const uint8_t **rows;   /* host [max(K, group)] lease row addresses */
     hz_event *done;         /* recorded after each executor call, handed to the lease release */
     hz_gpu_prefill *prefill; /* NULL until the first batched prefill */
+
+    /* The decode step (forward_cuda.c, cuda/model/decode_ops.cuh). The fused norms alternate the
+     * residual stream between h and h2 (a GEMV block rewrites it while others still read the old
+     * one); after a step the last token's FP32 logits are in `logits` (device) and its argmax in
+     * *h_argmax, and s->logits is filled on demand (hz_gpu_logits_fetch). */
+    hz_f16 *h2;
+    hz_dstep *dstep;       /* device {token, pos} of the step in flight */
+    float *attn_part;      /* [heads x attn_splits x (head_dim + 2)] split-softmax partials */
+    uint32_t *attn_count;  /* [heads] splits finished (back to 0 after each launch) */
+    void *tail;            /* the GEMV tails' counter and per-block argmax partials */
+    uint32_t attn_splits;  /* fixed by max_context: eager steps and the graph run the same grid */
+    int logits_on_host;    /* s->logits holds the logits of the last run */
+    int use_graph, use_pdl; /* 1, 1 by default (hz_gpu_session_set_decode) */
+    int graph_state;       /* 0 no full-residency last-token step yet, 2 one ran eagerly (the next is
+                              captured), 1 captured, -1 capture failed: eager from then on */
+    char graph_why[200];   /* why the capture failed */
+    hz_decode_graph *graph; /* full residency: the whole step (embedding .. argmax) */
+    uint64_t graph_steps, eager_steps;
 };
+
+/* Copies the last run's logits into s->logits when they are not there yet (a D2H copy, counted under
+ * purpose activation, and a wait on the compute queue). The pointer s->logits never changes. */
+int hz_gpu_logits_fetch(const hz_session *s);
+/* Marks s->logits stale: called before every run, whose logits stay on the device until fetched. */
+void hz_gpu_logits_invalidate(hz_session *s);
+/* Chooses how the next steps run: the CUDA graph at full residency (graph) and programmatic
+ * dependent launch between the kernels (pdl); splits != 0 overrides the attention's split count (at
+ * most the default one, for tests). A captured graph is dropped and captured again. */
+int hz_gpu_session_set_decode(hz_session *s, int graph, int pdl, uint32_t splits);
+/* The session's decode path for its stats JSON: `,"decode_path":...` appended to buf (n bytes). */
+int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n);
+
+
+/* prefill_cuda.c: the batched prefill (chunks of tokens through each layer at once).
+ * hz_gpu_prefill_wanted: whether hz_forward_gpu should hand these n tokens to it: n > 1 (or any n with
+ * HZ_GPU_PREFILL=batched), not HZ_GPU_PREFILL=token, and the model's shapes within its kernels.
+ * hz_gpu_prefill_forward has hz_forward_gpu's contract: K/V of every token written, the last token's
+ * FP32 logits in the device `logits` (fetched on demand), its argmax in *h_argmax, pos not moved; it
+ * creates the session's prefill state on first use. hz_gpu_prefill_destroy frees that state (none:
+ * no-op). */
+int hz_gpu_prefill_wanted(const hz_session *s, uint32_t n);
+int hz_gpu_prefill_forward(hz_session *s, const int32_t *tokens, uint32_t n);
+void hz_gpu_prefill_destroy(hz_session *s);
 
 #endif

@@ -6,6 +6,9 @@
 
 
 #include "model.h"
+#ifdef HZ_HAVE_CUDA
+#include "forward_cuda.h"
+#endif
 
 HZ_EXPORT void hz_session_options_init(hz_session_options *opts) {
     if (!opts) return;
@@ -130,11 +133,18 @@ static int run(hz_session *s, const int32_t *tokens, uint32_t n, int32_t *out_ne
     int32_t next;
 #ifdef HZ_HAVE_CUDA
     if (s->gpu) {
+        /* The logits stay on the device: greedy picks come from the device's argmax (same rule:
+         * largest logit, lowest id on ties); a sampler or hz_session_logits fetches them. */
+        hz_gpu_logits_invalidate(s);
         st = hz_forward_gpu(s, tokens, n);
         if (st) return st;
-        /* Greedy picks come from the device's argmax (same rule: largest logit, lowest id on ties). */
-        next = s->sampler.temperature == 0.0f ? hz_gpu_greedy_token(s)
-                                               : hz_sampler_sample(&s->sampler, s->logits, V);
+        if (s->sampler.temperature == 0.0f) {
+            next = hz_gpu_greedy_token(s);
+        } else {
+            st = hz_gpu_logits_fetch(s);
+            if (st) return st;
+            next = hz_sampler_sample(&s->sampler, s->logits, V);
+        }
     } else
 #endif
     {
@@ -171,6 +181,14 @@ HZ_EXPORT int hz_session_logits(const hz_session *s, const float **out, uint32_t
     if (out_count) *out_count = 0;
     if (!s || !out) return hz_error(HZ_EINVAL, "hz_session_logits: NULL argument");
     if (!s->have_logits) return hz_error(HZ_ESTATE, "hz_session_logits: no token has been run since the last reset");
+#ifdef HZ_HAVE_CUDA
+    /* On a cuda session the logits are copied from the device on first request after a run (the
+     * buffer s->logits itself never moves; it is overwritten by the next run's first request). */
+    if (s->gpu) {
+        int st = hz_gpu_logits_fetch(s);
+        if (st) return hz_error_prefix(st, "hz_session_logits");
+    }
+#endif
     *out = s->logits;
     if (out_count) *out_count = s->model->cfg.vocab;
     return HZ_OK;
@@ -179,15 +197,22 @@ HZ_EXPORT int hz_session_logits(const hz_session *s, const float **out, uint32_t
 HZ_EXPORT int hz_session_stats_json(const hz_session *s, char **out) {
     if (out) *out = NULL;
     if (!s || !out) return hz_error(HZ_EINVAL, "hz_session_stats_json: NULL argument");
-    char buf[512];
+    char buf[1024], dev[512] = "";
+#ifdef HZ_HAVE_CUDA
+    /* cuda sessions add how their decode steps ran (CUDA graph or eager, and why). */
+    if (s->gpu) {
+        int st = hz_gpu_session_stats(s, dev, sizeof dev);
+        if (st) return hz_error_prefix(st, "hz_session_stats_json");
+    }
+#endif
     int n = snprintf(buf, sizeof buf,
                      "{\"position\":%u,\"max_context\":%u,\"tokens_prefilled\":%llu,\"prefill_calls\":%llu,"
                      "\"prefill_seconds\":%.6f,\"tokens_decoded\":%llu,\"decode_calls\":%llu,"
-                     "\"decode_seconds\":%.6f}",
+                     "\"decode_seconds\":%.6f%s}",
                      s->pos, s->max_context, (unsigned long long)s->tokens_prefilled,
                      (unsigned long long)s->prefill_calls, s->prefill_seconds,
                      (unsigned long long)s->tokens_decoded, (unsigned long long)s->decode_calls,
-                     s->decode_seconds);
+                     s->decode_seconds, dev);
     if (n < 0 || (size_t)n >= sizeof buf) return hz_error(HZ_ENOMEM, "hz_session_stats_json: formatting failed");
     *out = hz_strdup(buf);
     return *out ? HZ_OK : HZ_ENOMEM;

@@ -398,9 +398,19 @@ static int retire_all(hz_transactor *t, hz_txn_result *res) {
 
 /* ---- serial ------------------------------------------------------------------------------------- */
 
-static int load_serial(hz_transactor *t, const hz_txn_item *items, uint32_t n, hz_txn_result *res,
-                       uint32_t *issued) {
+/* Whether a cancellable load was asked to stop starting items. */
+static int cancelled(const _Atomic int *cancel) {
+    return cancel && atomic_load_explicit(cancel, memory_order_acquire) != 0;
+}
+
+static int load_serial(hz_transactor *t, const hz_txn_item *items, uint32_t n, const _Atomic int *cancel,
+                       hz_txn_result *res, uint32_t *issued) {
+    res->loaded = n;
     for (uint32_t i = 0; i < n; i++) {
+        if (cancelled(cancel)) {
+            res->loaded = i; /* items i.. were never started */
+            break;
+        }
         uint32_t si = i % t->nslots;
         txn_slot *s = &t->slots[si];
         const hz_txn_item *it = &items[i];
@@ -440,10 +450,10 @@ static int load_serial(hz_transactor *t, const hz_txn_item *items, uint32_t n, h
 
 /* The loading thread hands blobs to idle slots (their pieces to the copy threads), enqueues each H2D as
  * soon as a slot's pieces are all in, and refills a slot only after its copy's event has completed. */
-static int load_threaded(hz_transactor *t, const hz_txn_item *items, uint32_t n, hz_txn_result *res,
-                         uint32_t *issued) {
+static int load_threaded(hz_transactor *t, const hz_txn_item *items, uint32_t n, const _Atomic int *cancel,
+                         hz_txn_result *res, uint32_t *issued) {
     int st = HZ_OK;
-    uint32_t next = 0, enqueued = 0;
+    uint32_t next = 0, enqueued = 0, limit = n; /* a cancel lowers the limit to the items handed out */
     pthread_mutex_lock(&t->mu);
     t->cur_items = items;
     t->fail_set = 0;
@@ -466,9 +476,10 @@ static int load_threaded(hz_transactor *t, const hz_txn_item *items, uint32_t n,
             if (st == HZ_OK) enqueued++;
             continue;
         }
-        if (enqueued == n) break;
+        if (limit == n && cancelled(cancel)) limit = next;
+        if (enqueued == limit) break;
         int handed = 0;
-        for (uint32_t k = 0; k < t->nslots && next < n; k++) {
+        for (uint32_t k = 0; k < t->nslots && next < limit; k++) {
             txn_slot *f = &t->slots[k];
             if (f->state != SLOT_IDLE) continue;
             const hz_txn_item *it = &items[next];
@@ -526,6 +537,7 @@ static int load_threaded(hz_transactor *t, const hz_txn_item *items, uint32_t n,
     t->cur_items = NULL;
     pthread_mutex_unlock(&t->mu);
     if (st != HZ_OK) return st;
+    res->loaded = limit; /* handed out in item order: a prefix */
     return retire_all(t, res);
 }
 
@@ -543,6 +555,7 @@ static int load_registered(hz_transactor *t, const hz_txn_item *items, uint32_t 
         (*issued)++;
         count_h2d(t);
     }
+    res->loaded = n;
     if (n == 0) return HZ_OK;
     /* The copy queue is in order: one event after the last copy marks them all. */
     int st = be->ops->event_record(be, t->group_ev, HZ_QUEUE_COPY);
@@ -556,15 +569,21 @@ static int load_registered(hz_transactor *t, const hz_txn_item *items, uint32_t 
 /* ---- load ------------------------------------------------------------------------------------- */
 
 int hz_transactor_load(hz_transactor *t, const hz_txn_item *items, uint32_t n, hz_txn_result *res) {
+    return hz_transactor_load_cancellable(t, items, n, NULL, res);
+}
+
+int hz_transactor_load_cancellable(hz_transactor *t, const hz_txn_item *items, uint32_t n, const _Atomic int *cancel,
+                                   hz_txn_result *res) {
     hz_backend *be = t->be;
     res->drained = 1;
     res->copies_done = 0;
+    res->loaded = 0;
     uint32_t issued = 0;
     int st;
     switch (t->transport) {
-    case HZ_TXN_THREADED: st = load_threaded(t, items, n, res, &issued); break;
+    case HZ_TXN_THREADED: st = load_threaded(t, items, n, cancel, res, &issued); break;
     case HZ_TXN_REGISTERED: st = load_registered(t, items, n, res, &issued); break;
-    default: st = load_serial(t, items, n, res, &issued); break;
+    default: st = load_serial(t, items, n, cancel, res, &issued); break;
     }
     if (st == HZ_OK) return HZ_OK;
     /* Failure: no host copy runs any more (the threaded loader waited for its threads), but copies may

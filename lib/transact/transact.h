@@ -14,6 +14,7 @@
 #ifndef HZ_TRANSACT_H
 #define HZ_TRANSACT_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "backend/backend.h"
@@ -32,6 +33,9 @@ typedef struct hz_txn_result {
      * and may still be written: the caller must not reuse them. */
     int drained;
     uint32_t copies_done; /* items whose H2D completed */
+    /* On success: items [0, loaded) are in their rows. n, unless a cancellable load was cancelled: then
+     * the items from `loaded` on were never started and their rows were never written. */
+    uint32_t loaded;
 } hz_txn_result;
 
 /* Test-only fault points of the transactor itself (the backend's calls are faulted through the
@@ -62,8 +66,15 @@ void hz_transactor_destroy(hz_transactor *t);
 
 /* Copies every item's blob into its row and returns once all copies have completed (HZ_OK) or one step
  * failed (its status; the message names the step and the expert). On failure no host copy of this call
- * is still running and (when res->drained) no H2D either. Serialized by the caller. */
+ * is still running and (when res->drained) no H2D either. Serialized by the caller (the cache calls it
+ * from miss transactions and from its prefetch thread, always under its transaction lock). */
 int hz_transactor_load(hz_transactor *t, const hz_txn_item *items, uint32_t n, hz_txn_result *res);
+/* The same, but once *cancel is non-zero no further item is started (serial: no further staging copy;
+ * threaded: no further blob handed to the copy threads; registered: every copy is enqueued at once, so
+ * nothing is left to cancel). Items already started complete; res->loaded says how many (a prefix).
+ * Used by the cache's prefetch thread, whose speculative load gives way to a miss. */
+int hz_transactor_load_cancellable(hz_transactor *t, const hz_txn_item *items, uint32_t n, const _Atomic int *cancel,
+                                   hz_txn_result *res);
 
 typedef struct hz_txn_stats {
     int transport;                /* HZ_TXN_* */

@@ -24,11 +24,13 @@ expect_fail() {
 "$pack" "$w/m" "$w/a.hzq" --quiet
 
 # 1. the quick run: table on stdout, report in the file
-"$bench" "$w/a.hzq" --quick --device cpu --resident 4,8 --json "$w/out.json" >"$w/table.txt"
+# (--h2d-ceiling: the miss-path rate is also given as a fraction of it, when the library reports one)
+"$bench" "$w/a.hzq" --quick --device cpu --resident 4,8 --h2d-ceiling 25 --json "$w/out.json" >"$w/table.txt"
 cat "$w/table.txt"
 grep -q '^c4/8 ' "$w/table.txt" || fail "table lacks the c4/8 row"
 grep -q '^c8/8 ' "$w/table.txt" || fail "table lacks the c8/8 row"
-python3 "$check" "$w/out.json" --prompts 2 --blocks 1 --tokens 16 --warmup 4 --resident 4,8
+grep -q 'miss GB/s' "$w/table.txt" || fail "table lacks the miss-path column"
+python3 "$check" "$w/out.json" --prompts 2 --blocks 1 --tokens 16 --warmup 4 --resident 4,8 --h2d-ceiling 25
 
 # 2. --json - puts the report on stdout and the table on stderr; explicit sizes override --quick
 "$bench" "$w/a.hzq" --quick --tokens 3 --warmup 0 --device cpu --json - >"$w/stdout.json" 2>"$w/stderr.txt"
@@ -39,6 +41,7 @@ python3 "$check" "$w/stdout.json" --prompts 2 --blocks 1 --tokens 3 --warmup 0 -
 expect_fail "no model given" "$bench"
 expect_fail "opening the model" "$bench" "$w/missing.hzq" --quick --device cpu
 expect_fail "HZ_ECAPACITY" "$bench" "$w/a.hzq" --quick --device cpu --resident 9
+expect_fail "--h2d-ceiling must be a positive number" "$bench" "$w/a.hzq" --quick --device cpu --h2d-ceiling -1
 expect_fail "unknown transport 'bogus'" "$bench" "$w/a.hzq" --quick --device cpu --transport bogus
 expect_fail "--resident must be a comma-separated list" "$bench" "$w/a.hzq" --quick --device cpu --resident 4,,8
 expect_fail "--tokens must be a non-negative integer" "$bench" "$w/a.hzq" --tokens -3

@@ -24,6 +24,45 @@ def close(a, b, rel=1e-9):
     return math.isclose(a, b, rel_tol=rel, abs_tol=1e-12)
 
 
+def is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def check_miss_path(run, w, full, ceiling):
+    """The optional counters: each a number or the word UNKNOWN (never an invented value), and the rates
+    following from their deltas by doc/bench.md's definitions."""
+    need(run, w, ["miss_path", "prefetch", "staging"])
+    mp, m = run["miss_path"], run["cache"]["measured"]
+    need(mp, w + ".miss_path", ["bytes", "seconds", "gbps", "h2d_ceiling_gbps", "fraction_of_h2d_ceiling", "definition"])
+    for k in ("bytes", "seconds", "gbps", "fraction_of_h2d_ceiling"):
+        check(is_num(mp[k]) or mp[k] in ("UNKNOWN", None), f"{w}: miss_path.{k} is {mp[k]!r}")
+    if ceiling is None:
+        check(mp["h2d_ceiling_gbps"] == "UNKNOWN", w + ": no --h2d-ceiling given, yet a ceiling is reported")
+    else:
+        check(mp["h2d_ceiling_gbps"] == ceiling, w + ": miss_path.h2d_ceiling_gbps differs from --h2d-ceiling")
+    if is_num(mp["bytes"]) and is_num(mp["seconds"]):
+        if full:
+            check(mp["bytes"] == 0 and mp["gbps"] is None, w + ": full residency has miss-path bytes or a rate")
+        else:
+            check(0 < mp["bytes"] <= m["h2d_bytes"], w + ": miss-path bytes not in (0, measured H2D bytes]")
+            check(mp["seconds"] > 0 and close(mp["gbps"], mp["bytes"] / mp["seconds"] * 1e-9, 1e-9),
+                  w + ": miss-path GB/s != bytes / seconds")
+            if ceiling is not None:
+                check(close(mp["fraction_of_h2d_ceiling"], mp["gbps"] / ceiling, 1e-9), w + ": fraction of the ceiling")
+    else:
+        check(mp["gbps"] == "UNKNOWN" and mp["fraction_of_h2d_ceiling"] == "UNKNOWN",
+              w + ": a miss-path rate without both counters")
+    for k in ("hits", "wasted_bytes"):
+        v = run["prefetch"].get(k)
+        check(is_num(v) or v == "UNKNOWN", f"{w}: prefetch.{k} is {v!r}")
+    sg = run["staging"]
+    if is_num(sg.get("bytes")) and is_num(sg.get("seconds")) and run["label"]["transport"] == "serial":
+        # serial staging copies every missed blob once, so its bytes are the window's H2D bytes
+        check(sg["bytes"] == m["h2d_bytes"], w + ": serial staging bytes != measured H2D bytes")
+        if sg["seconds"] > 0:
+            check(close(sg["gbps"], sg["bytes"] / sg["seconds"] * 1e-9, 1e-9), w + ": staging GB/s")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("report")
@@ -32,6 +71,8 @@ def main():
     ap.add_argument("--tokens", type=int, required=True)
     ap.add_argument("--warmup", type=int, required=True)
     ap.add_argument("--resident", required=True, help="comma-separated residencies, as passed to hz-bench")
+    ap.add_argument("--transport", default="serial", help="the --transport given to hz-bench")
+    ap.add_argument("--h2d-ceiling", type=float, default=None, help="the --h2d-ceiling given to hz-bench, if any")
     a = ap.parse_args()
     with open(a.report) as f:
         r = json.load(f)
@@ -72,7 +113,7 @@ def main():
                                  "device", "eviction", "initial_placement"])
         check(lab["model_shape"] == r["model"]["shape"], w + ": label shape differs from the model's")
         check(lab["resident"] == res and lab["residency"] == f"c{res}/{experts}", w + ": wrong residency label")
-        check(lab["transport"] == "serial" and lab["eviction"] == "lru", w + ": transport/eviction label")
+        check(lab["transport"] == a.transport and lab["eviction"] == "lru", w + ": transport/eviction label")
         check(lab["device"] == r["device"]["name"], w + ": device label")
         check(lab["executor"] not in ("", "UNKNOWN"), w + ": no executor name")
 
@@ -86,6 +127,9 @@ def main():
         check(all(d["tokens"] == a.tokens for d in det), w + ": a request generated the wrong number of tokens")
         check([d["prompt_tokens"] for d in det] == want_lens * a.blocks, w + ": prompt order is not the fixed one")
         check(all(0 < d["ttft_s"] <= d["response_s"] for d in det), w + ": TTFT must be > 0 and <= response")
+        check(all(d["stats_read_s"] >= 0 for d in det), w + ": negative stats read time")
+        check(close(run["stats_read_seconds_excluded"], sum(d["stats_read_s"] for d in det), 1e-6),
+              w + ": excluded stats-read seconds")
         check(len(run["blocks"]) == a.blocks, w + ": per-block entries")
         check(sum(b["tokens_generated"] for b in run["blocks"]) == run["tokens_generated"], w + ": block tokens")
 
@@ -113,9 +157,14 @@ def main():
 
         # Cache observations.
         c = run["cache"]
-        need(c, w + ".cache", ["measured", "warmup", "initial_fill_bytes", "misses_since_creation",
-                               "expert_d2h_bytes_since_creation", "stats_end"])
+        need(c, w + ".cache", ["measured", "measured_prefill", "measured_decode", "warmup", "initial_fill_bytes",
+                               "misses_since_creation", "expert_d2h_bytes_since_creation", "stats_end"])
         m = c["measured"]
+        # The phases split the window: each counter's prefill and decode parts add up to its delta.
+        for k in ("hits", "misses", "h2d_bytes", "h2d_copies", "expert_d2h_bytes", "evictions", "publications",
+                  "acquires"):
+            check(c["measured_prefill"][k] + c["measured_decode"][k] == m[k], f"{w}: prefill + decode {k} != measured")
+            check(c["measured_prefill"][k] >= 0 and c["measured_decode"][k] >= 0, f"{w}: negative phase {k}")
         need(m, w + ".cache.measured", ["hits", "misses", "h2d_bytes", "h2d_copies", "expert_d2h_bytes",
                                         "evictions", "publications", "acquires", "hit_rate"])
         check(m["hits"] + m["misses"] > 0, w + ": no expert acquired in the measured window")
@@ -126,6 +175,7 @@ def main():
         if res == experts:
             check(c["misses_since_creation"] == 0, f"{w}: full residency missed {c['misses_since_creation']} times")
             check(m["h2d_bytes"] == 0 and m["hit_rate"] == 1, w + ": full residency moved expert bytes")
+            check(c["measured_decode"]["hit_rate"] == 1, w + ": full residency missed while decoding")
             check(c["initial_fill_bytes"] == row * experts * r["model"]["shape"]["layers"],
                   w + ": initial fill is not every expert of every layer")
         else:
@@ -141,6 +191,7 @@ def main():
         else:
             check(pk in ("UNSUPPORTED", "UNKNOWN") or (isinstance(pk, (int, float)) and pk > 0), w + ": VRAM peak")
         check(isinstance(run["rss"]["peak_bytes"], (int, float)) and run["rss"]["peak_bytes"] > 0, w + ": RSS peak")
+        check_miss_path(run, w, res == experts, a.h2d_ceiling)
         digests.add(run["generated_tokens_fnv1a64"])
     # Residency decides where experts live, never what is computed: the tokens must not change.
     check(len(digests) == 1, f"generated tokens differ between residencies: {sorted(digests)}")

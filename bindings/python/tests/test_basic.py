@@ -46,6 +46,31 @@ def test_cache_transports(artifact, transport):
             horizon.Cache(b, d, transport="bogus")
 
 
+@pytest.mark.parametrize("transport", ["serial", "registered"])
+def test_cache_prefetch(artifact, transport):
+    """Speculative next-layer prefetch: the same tokens as without it, its counters in the stats."""
+    tokens = {}
+    for prefetch in ("off", "next_layer"):
+        with horizon.Backing(artifact) as b, horizon.Device("cpu") as d, \
+                horizon.Cache(b, d, capacity=2, transport=transport, prefetch=prefetch) as c, \
+                horizon.Model(b, d, c) as m, m.session() as s:
+            tokens[prefetch] = list(s.generate([1, 2, 3], max_tokens=8))
+            stats = c.stats()
+            assert stats["prefetch"] == prefetch
+            if prefetch == "off":
+                assert stats["prefetch_requests"] == 0
+            else:
+                assert stats["prefetch_requests"] > 0
+                assert stats["prefetch_failures"] == 0
+            assert stats["miss_transfer_bytes"] >= 0 and stats["expert_d2h_bytes"] == 0
+    assert tokens["off"] == tokens["next_layer"]
+    with horizon.Backing(artifact) as b, horizon.Device("cpu") as d:
+        with pytest.raises(ValueError):
+            horizon.Cache(b, d, prefetch="bogus")
+        with pytest.raises(horizon.UnsupportedError):
+            horizon.Cache(b, d, prefetch=5)
+
+
 def test_generate_is_greedy_and_repeatable(model):
     with model.session() as s:
         first = list(s.generate([1, 2, 3], max_tokens=8))

@@ -1,16 +1,47 @@
-/* Timing of the non-routed decode kernels (cuda/model/model_ops.cuh) at the real model shapes, with a
- * correctness check of the FP16 GEMV against a host FP64 reference on fresh random data (poisoned
- * output first). Medians of event-timed repeats after warm-up; prints one line per case.
- * Usage: bench_model_ops [repeats] */
+/* Timing of the non-routed decode kernels at the real model shapes, with correctness checks, and of
+ * whole decode steps.
+ *
+ *   bench_model_ops [repeats]
+ *     device ceiling: device-to-device copy bandwidth (read + write) measured in the same run;
+ *     GEMV: the decode GEMV (cuda/model/decode_ops.cuh), the older hz_model_gemv and cuBLAS
+ *       (cublasGemmEx, N = 1, FP16 in, FP32 compute and out) on the same shapes, each checked against a
+ *       host FP64 reference on fresh random data (outputs poisoned first) and timed two ways:
+ *         single: median of event-timed single launches (launch latency included),
+ *         graph:  20 launches captured in one CUDA graph (the decode GEMV with programmatic dependent
+ *                 launch, as in the decode step), per-launch mean, median over replays;
+ *       weights rotate over enough copies to exceed the L2 cache, so every launch streams from HBM.
+ *       The "pick" line says which of custom and cuBLAS measured faster in a graph.
+ *     argmax tail: an lm_head-shaped GEMV whose largest row is duplicated further down: the tail must
+ *       return the lower row, and the argmax of the logits it wrote.
+ *     attention: the split decode attention against a host FP64 reference (default splits and 1) and
+ *       timed against the older one-block-per-head kernel, KV rotated past the L2 cache.
+ *   bench_model_ops --step olmoe|qwen [experts] [steps]
+ *     writes a random model with the full-size layer shapes of OLMoE-1B-7B or Qwen1.5-MoE-A2.7B
+ *     (all layers, hidden, heads, vocab, expert widths; `experts` routed experts per layer, default
+ *     16, top-k as published, so the bytes a token reads are the published model's), opens it on
+ *     cuda:0 at full residency with the grouped executor, and times greedy decode steps through the
+ *     public API (graph + PDL, eager + PDL, eager) near position 64 and near position 1024; then the
+ *     non-routed kernels of one step at those shapes (each in a graph, times the layer count) to
+ *     split the step into non-routed kernels and the rest (routed experts, launch gaps, host).
+ * Exit status 0 when every check passed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "core/core.h"
 #include "core/fp16.h"
+#include "format/artifact.h"
+#include "format/hfconfig.h"
+#include "format/qpack.h"
+#include "horizon/horizon.h"
+#include "model/forward_cuda.h"
 
+#include "../../../cuda/model/decode_ops.cuh"
 #include "../../../cuda/model/model_ops.cuh"
 
 #define CK(x)                                                                                              \
@@ -21,6 +52,9 @@
             exit(1);                                                                                       \
         }                                                                                                  \
     } while (0)
+
+#define ROTATE_BYTES (256ull << 20) /* weights / KV per case: past the H200's 50 MB L2 */
+#define GRAPH_OPS 20
 
 static uint64_t g_rng = 12345;
 static float urand(void) {
@@ -33,60 +67,81 @@ static int cmp_f(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-typedef int (*op_fn)(void *ctx);
+static float median(float *t, int n) {
+    qsort(t, (size_t)n, sizeof(float), cmp_f);
+    return t[n / 2];
+}
 
-static float time_us(op_fn fn, void *ctx, int reps) {
+static cudaStream_t g_stream;
+static hz_decode_dev g_dev;
+static cublasHandle_t g_blas;
+static double g_copy_gbs;
+
+/* One operation under test: i selects the rotation copy. */
+typedef int (*op_fn)(void *ctx, int i, cudaStream_t s);
+
+/* Median of event-timed single launches, microseconds. */
+static float time_single(op_fn fn, void *ctx, int reps) {
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a));
     CK(cudaEventCreate(&b));
-    for (int i = 0; i < 20; i++) fn(ctx);
+    for (int i = 0; i < 10; i++)
+        if (fn(ctx, i, g_stream)) return -1;
     float *t = malloc(sizeof(float) * (size_t)reps);
     for (int i = 0; i < reps; i++) {
-        CK(cudaEventRecord(a, 0));
-        if (fn(ctx)) {
-            printf("FAIL: launch\n");
-            exit(1);
-        }
-        CK(cudaEventRecord(b, 0));
+        CK(cudaEventRecord(a, g_stream));
+        if (fn(ctx, i, g_stream)) return -1;
+        CK(cudaEventRecord(b, g_stream));
         CK(cudaEventSynchronize(b));
         CK(cudaEventElapsedTime(&t[i], a, b));
     }
-    qsort(t, (size_t)reps, sizeof(float), cmp_f);
-    float med = t[reps / 2] * 1000.0f;
+    float med = median(t, reps) * 1000.0f;
     free(t);
     cudaEventDestroy(a);
     cudaEventDestroy(b);
     return med;
 }
 
-typedef struct gemv_ctx {
-    const uint16_t *x;
-    uint32_t in;
-    hz_mgemv_seg seg[4];
-    uint32_t nseg;
-} gemv_ctx;
-
-static int run_gemv(void *p) {
-    gemv_ctx *c = p;
-    return hz_model_gemv(c->x, c->in, c->seg, c->nseg, NULL);
+/* GRAPH_OPS launches (rotating copies) captured in one graph; per-launch mean of each replay,
+ * median over replays, microseconds. -1 when the capture failed. */
+static float time_graph(op_fn fn, void *ctx, int reps) {
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    CK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeThreadLocal));
+    int bad = 0;
+    for (int i = 0; i < GRAPH_OPS && !bad; i++) bad = fn(ctx, i, g_stream);
+    cudaError_t e = cudaStreamEndCapture(g_stream, &graph);
+    if (bad || e != cudaSuccess || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+        printf("  (graph capture failed: %s)\n", bad ? hz_last_error_message() : cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        if (graph) cudaGraphDestroy(graph);
+        return -1;
+    }
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int i = 0; i < 3; i++) CK(cudaGraphLaunch(exec, g_stream));
+    int n = reps / 4 > 5 ? reps / 4 : 5;
+    float *t = malloc(sizeof(float) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        CK(cudaEventRecord(a, g_stream));
+        CK(cudaGraphLaunch(exec, g_stream));
+        CK(cudaEventRecord(b, g_stream));
+        CK(cudaEventSynchronize(b));
+        CK(cudaEventElapsedTime(&t[i], a, b));
+    }
+    float med = median(t, n) * 1000.0f / GRAPH_OPS;
+    free(t);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    return med;
 }
 
-typedef struct attn_ctx {
-    const uint16_t *q, *kc, *vc;
-    uint16_t *out;
-    float *scores;
-    uint32_t heads, D, n_pos, stride;
-} attn_ctx;
-
-static int run_attn(void *p) {
-    attn_ctx *c = p;
-    return hz_model_attention(c->q, c->kc, c->vc, c->out, c->scores, c->stride, c->heads, c->heads, c->D, c->n_pos,
-                              NULL);
-}
-
-static void *dev_random_f16(size_t n, float scale) {
+static void *dev_random_f16(size_t n, float scale, float base) {
     uint16_t *h = malloc(n * 2);
-    for (size_t i = 0; i < n; i++) h[i] = hz_f32_to_f16(scale * urand());
+    for (size_t i = 0; i < n; i++) h[i] = hz_f32_to_f16(base + scale * urand());
     void *d;
     CK(cudaMalloc(&d, n * 2));
     CK(cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice));
@@ -94,89 +149,778 @@ static void *dev_random_f16(size_t n, float scale) {
     return d;
 }
 
-/* GEMV rows x in: checks against FP64 on the host, then times. Returns 0 when within tolerance. */
+/* Device-to-device copy bandwidth (bytes read + written per second), median of 7. */
+static double copy_ceiling(void) {
+    const size_t n = 512u << 20;
+    void *a, *b;
+    CK(cudaMalloc(&a, n));
+    CK(cudaMalloc(&b, n));
+    CK(cudaMemset(a, 1, n));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    float t[7];
+    for (int i = 0; i < 9; i++) {
+        CK(cudaEventRecord(e0, g_stream));
+        CK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, g_stream));
+        CK(cudaEventRecord(e1, g_stream));
+        CK(cudaEventSynchronize(e1));
+        if (i >= 2) CK(cudaEventElapsedTime(&t[i - 2], e0, e1));
+    }
+    cudaFree(a);
+    cudaFree(b);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return 2.0 * (double)n / (median(t, 7) * 1e-3) / 1e9;
+}
+
+/* ---- GEMV ------------------------------------------------------------------------------------------ */
+
+typedef struct gemv_ctx {
+    uint32_t rows, in, nseg, copies;
+    uint16_t **w; /* [copies] each nseg x rows x in (segments contiguous) */
+    uint16_t *x;
+    float *y;     /* nseg x rows FP32 */
+    int pdl;
+} gemv_ctx;
+
+static int run_custom(void *p, int i, cudaStream_t s) {
+    gemv_ctx *c = p;
+    hz_dgemv_args a;
+    memset(&a, 0, sizeof a);
+    a.nseg = c->nseg;
+    a.in = c->in;
+    a.x_mode = HZ_DGEMV_X_PLAIN;
+    a.x = c->x;
+    const uint16_t *w = c->w[i % (int)c->copies];
+    for (uint32_t k = 0; k < c->nseg; k++)
+        a.seg[k] = (hz_mgemv_seg){w + (size_t)k * c->rows * c->in, NULL, c->y + (size_t)k * c->rows, c->rows, 1};
+    hz_klaunch kl = {s, c->pdl};
+    return hz_decode_gemv(&a, &g_dev, &kl);
+}
+
+static int run_old(void *p, int i, cudaStream_t s) {
+    gemv_ctx *c = p;
+    hz_mgemv_seg seg[4];
+    const uint16_t *w = c->w[i % (int)c->copies];
+    for (uint32_t k = 0; k < c->nseg; k++)
+        seg[k] = (hz_mgemv_seg){w + (size_t)k * c->rows * c->in, NULL, c->y + (size_t)k * c->rows, c->rows, 1};
+    return hz_model_gemv(c->x, c->in, seg, c->nseg, s);
+}
+
+/* cuBLAS: the segments are one contiguous [nseg*rows x in] row-major matrix, i.e. column-major
+ * [in x nseg*rows]; y = W x is op(A) = A^T times x. */
+static int run_cublas(void *p, int i, cudaStream_t s) {
+    gemv_ctx *c = p;
+    const float one = 1.0f, zero = 0.0f;
+    const int m = (int)(c->rows * c->nseg);
+    if (cublasSetStream(g_blas, s) != CUBLAS_STATUS_SUCCESS) return 1;
+    cublasStatus_t st = cublasGemmEx(g_blas, CUBLAS_OP_T, CUBLAS_OP_N, m, 1, (int)c->in, &one, c->w[i % (int)c->copies],
+                                     CUDA_R_16F, (int)c->in, c->x, CUDA_R_16F, (int)c->in, &zero, c->y, CUDA_R_32F, m,
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    return st == CUBLAS_STATUS_SUCCESS ? 0 : 1;
+}
+
+/* Worst |y - ref| / sum|w x| over all rows, against FP64 on the host; y poisoned (NaN) before. */
+static double gemv_check(gemv_ctx *c, op_fn fn, const uint16_t *hw, const uint16_t *hx) {
+    const size_t ny = (size_t)c->nseg * c->rows;
+    CK(cudaMemset(c->y, 0xff, ny * 4));
+    if (fn(c, 0, g_stream)) return INFINITY;
+    CK(cudaStreamSynchronize(g_stream));
+    float *hy = malloc(ny * 4);
+    CK(cudaMemcpy(hy, c->y, ny * 4, cudaMemcpyDeviceToHost));
+    double worst = 0;
+    for (size_t r = 0; r < ny; r++) {
+        double ref = 0, mag = 0;
+        for (uint32_t i = 0; i < c->in; i++) {
+            double p = (double)hz_f16_to_f32(hw[r * c->in + i]) * hz_f16_to_f32(hx[i]);
+            ref += p;
+            mag += fabs(p);
+        }
+        double err = fabs((double)hy[r] - ref) / (mag > 0 ? mag : 1);
+        if (!(err <= worst)) worst = err; /* NaN sticks */
+    }
+    free(hy);
+    return worst;
+}
+
+static void gemv_line(const char *impl, float single, float graph, double bytes, double err) {
+    printf("    %-8s single %8.2f us %7.1f GB/s | graph %8.2f us %7.1f GB/s %5.1f%% of copy | err %.1e %s\n", impl,
+           single, bytes / (single * 1e3), graph, graph > 0 ? bytes / (graph * 1e3) : 0.0,
+           graph > 0 ? 100.0 * bytes / (graph * 1e3) / g_copy_gbs : 0.0, err, err <= 1e-5 ? "ok" : "FAIL");
+}
+
+/* One GEMV shape: correctness of all three, then timing. Returns 0 when all are within tolerance. */
 static int gemv_case(const char *name, uint32_t rows, uint32_t in, uint32_t nseg, int reps) {
-    size_t wn = (size_t)rows * in;
+    gemv_ctx c = {.rows = rows, .in = in, .nseg = nseg, .pdl = 1};
+    const size_t wn = (size_t)nseg * rows * in;
+    const double bytes = (double)wn * 2;
+    c.copies = (uint32_t)((ROTATE_BYTES + wn * 2 - 1) / (wn * 2));
+    if (c.copies > 64) c.copies = 64;
+    if (c.copies < 2) c.copies = 2;
     uint16_t *hw = malloc(wn * 2), *hx = malloc((size_t)in * 2);
     for (size_t i = 0; i < wn; i++) hw[i] = hz_f32_to_f16(urand() / sqrtf((float)in));
     for (uint32_t i = 0; i < in; i++) hx[i] = hz_f32_to_f16(urand());
-    void *w[4], *x, *y[4];
-    for (uint32_t s = 0; s < nseg; s++) {
-        CK(cudaMalloc(&w[s], wn * 2));
-        CK(cudaMemcpy(w[s], hw, wn * 2, cudaMemcpyHostToDevice));
-        CK(cudaMalloc(&y[s], (size_t)rows * 4));
-        CK(cudaMemset(y[s], 0xff, (size_t)rows * 4)); /* NaN poison */
+    c.w = malloc(sizeof *c.w * c.copies);
+    for (uint32_t k = 0; k < c.copies; k++) {
+        CK(cudaMalloc((void **)&c.w[k], wn * 2));
+        CK(cudaMemcpy(c.w[k], hw, wn * 2, cudaMemcpyHostToDevice));
     }
-    CK(cudaMalloc(&x, (size_t)in * 2));
-    CK(cudaMemcpy(x, hx, (size_t)in * 2, cudaMemcpyHostToDevice));
-    gemv_ctx c = {.x = x, .in = in, .nseg = nseg};
-    for (uint32_t s = 0; s < nseg; s++) c.seg[s] = (hz_mgemv_seg){w[s], NULL, y[s], rows, 1};
-    if (run_gemv(&c)) {
-        printf("FAIL: %s launch\n", name);
-        return 1;
-    }
-    CK(cudaDeviceSynchronize());
-    float *hy = malloc((size_t)rows * 4);
-    double worst = 0;
-    for (uint32_t s = 0; s < nseg; s++) {
-        CK(cudaMemcpy(hy, y[s], (size_t)rows * 4, cudaMemcpyDeviceToHost));
-        for (uint32_t r = 0; r < rows; r++) {
-            double ref = 0, mag = 0;
-            for (uint32_t i = 0; i < in; i++) {
-                double p = (double)hz_f16_to_f32(hw[(size_t)r * in + i]) * hz_f16_to_f32(hx[i]);
-                ref += p;
-                mag += fabs(p);
-            }
-            double err = fabs((double)hy[r] - ref) / (mag > 0 ? mag : 1);
-            if (!(err <= worst)) worst = err; /* NaN sticks */
-        }
-    }
-    float us = time_us(run_gemv, &c, reps);
-    double bytes = (double)nseg * wn * 2;
-    printf("gemv %-22s %6u x %-5u x%u  %8.2f us  %7.1f GB/s  max err/sum|p| %.2e %s\n", name, rows, in, nseg, us,
-           bytes / (us * 1e3), worst, worst <= 1e-5 ? "ok" : "FAIL");
-    for (uint32_t s = 0; s < nseg; s++) {
-        cudaFree(w[s]);
-        cudaFree(y[s]);
-    }
-    cudaFree(x);
+    CK(cudaMalloc((void **)&c.x, (size_t)in * 2));
+    CK(cudaMemcpy(c.x, hx, (size_t)in * 2, cudaMemcpyHostToDevice));
+    CK(cudaMalloc((void **)&c.y, (size_t)nseg * rows * 4));
+    double e_new = gemv_check(&c, run_custom, hw, hx);
+    double e_old = gemv_check(&c, run_old, hw, hx);
+    double e_blas = gemv_check(&c, run_cublas, hw, hx);
+    printf("gemv %-24s %6u x %-5u x%u (%.1f MB, %u copies)\n", name, rows, in, nseg, bytes / 1e6, c.copies);
+    float s_new = time_single(run_custom, &c, reps), g_new = time_graph(run_custom, &c, reps);
+    float s_old = time_single(run_old, &c, reps), g_old = time_graph(run_old, &c, reps);
+    float s_blas = time_single(run_cublas, &c, reps), gr_blas = time_graph(run_cublas, &c, reps);
+    gemv_line("custom", s_new, g_new, bytes, e_new);
+    gemv_line("old", s_old, g_old, bytes, e_old);
+    gemv_line("cuBLAS", s_blas, gr_blas, bytes, e_blas);
+    if (g_new > 0 && gr_blas > 0)
+        printf("    pick: %s (graph: custom %.2f us, cuBLAS %.2f us)\n", g_new <= gr_blas ? "custom" : "cuBLAS", g_new,
+               gr_blas);
+    for (uint32_t k = 0; k < c.copies; k++) cudaFree(c.w[k]);
+    free(c.w);
+    cudaFree(c.x);
+    cudaFree(c.y);
     free(hw);
     free(hx);
-    free(hy);
-    return worst <= 1e-5 ? 0 : 1;
+    return e_new <= 1e-5 && e_old <= 1e-5 && e_blas <= 1e-5 ? 0 : 1;
+}
+
+/* The argmax tail: rows V x in with row `top` scaled up (the maximum) and copied to row `dup` > top. */
+static int argmax_case(uint32_t V, uint32_t in) {
+    const uint32_t top = 777 % V, dup = V - 3;
+    uint16_t *hw = malloc((size_t)V * in * 2), *hx = malloc((size_t)in * 2);
+    for (uint32_t i = 0; i < in; i++) hx[i] = hz_f32_to_f16(urand());
+    for (size_t i = 0; i < (size_t)V * in; i++) hw[i] = hz_f32_to_f16(urand() / sqrtf((float)in));
+    for (uint32_t i = 0; i < in; i++) { /* row top = 16 * sign(x) / in: logit ~8, others ~0.3 */
+        hw[(size_t)top * in + i] = hz_f32_to_f16(hz_f16_to_f32(hx[i]) >= 0 ? 16.0f / in : -16.0f / in);
+        hw[(size_t)dup * in + i] = hw[(size_t)top * in + i];
+    }
+    uint16_t *w, *x;
+    float *y;
+    int32_t *am;
+    void *tail;
+    CK(cudaMalloc((void **)&w, (size_t)V * in * 2));
+    CK(cudaMemcpy(w, hw, (size_t)V * in * 2, cudaMemcpyHostToDevice));
+    CK(cudaMalloc((void **)&x, (size_t)in * 2));
+    CK(cudaMemcpy(x, hx, (size_t)in * 2, cudaMemcpyHostToDevice));
+    CK(cudaMalloc((void **)&y, (size_t)V * 4));
+    CK(cudaMalloc((void **)&am, 4));
+    CK(cudaMalloc(&tail, hz_decode_tail_bytes(&g_dev)));
+    CK(cudaMemset(tail, 0, hz_decode_tail_bytes(&g_dev)));
+    int bad = 0;
+    for (int rep = 0; rep < 3 && !bad; rep++) { /* the counter must be back at 0 after each launch */
+        CK(cudaMemset(am, 0xff, 4));
+        hz_dgemv_args a;
+        memset(&a, 0, sizeof a);
+        a.seg[0] = (hz_mgemv_seg){w, NULL, y, V, 1};
+        a.nseg = 1;
+        a.in = in;
+        a.x_mode = HZ_DGEMV_X_PLAIN;
+        a.x = x;
+        a.tail = HZ_DGEMV_TAIL_ARGMAX;
+        a.argmax_out = am;
+        a.tail_scratch = tail;
+        hz_klaunch kl = {g_stream, 1};
+        if (hz_decode_gemv(&a, &g_dev, &kl)) {
+            printf("FAIL: argmax tail launch: %s\n", hz_last_error_message());
+            bad = 1;
+            break;
+        }
+        CK(cudaStreamSynchronize(g_stream));
+        float *hy = malloc((size_t)V * 4);
+        int32_t got;
+        CK(cudaMemcpy(hy, y, (size_t)V * 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(&got, am, 4, cudaMemcpyDeviceToHost));
+        uint32_t ref = 0;
+        for (uint32_t r = 1; r < V; r++)
+            if (hy[r] > hy[ref]) ref = r;
+        if (got != (int32_t)ref || ref != top || hy[dup] != hy[top]) {
+            printf("FAIL: argmax tail: got %d, argmax of its logits %u, expected row %u (tie with %u: %s)\n", (int)got,
+                   ref, top, dup, hy[dup] == hy[top] ? "yes" : "no");
+            bad = 1;
+        }
+        free(hy);
+    }
+    if (!bad) printf("argmax tail %u x %u: row %u (tied with row %u) over 3 launches: ok\n", V, in, top, dup);
+    cudaFree(w);
+    cudaFree(x);
+    cudaFree(y);
+    cudaFree(am);
+    cudaFree(tail);
+    free(hw);
+    free(hx);
+    return bad;
+}
+
+/* ---- attention --------------------------------------------------------------------------------------- */
+
+typedef struct attn_ctx {
+    uint32_t heads, D, ctx, n_pos, splits, copies;
+    uint16_t *q, *k, *v, *out;
+    uint16_t **kc, **vc; /* [copies] */
+    float *rope, *scores, *part;
+    uint32_t *count;
+    hz_dstep *step;
+} attn_ctx;
+
+static int run_attn_new(void *p, int i, cudaStream_t s) {
+    attn_ctx *c = p;
+    hz_dattn_args a = {.q = c->q, .k = c->k, .v = c->v, .rope = c->rope, .step = c->step,
+                       .kc = c->kc[i % (int)c->copies], .vc = c->vc[i % (int)c->copies], .out = c->out,
+                       .part = c->part, .count = c->count, .splits = c->splits, .heads = c->heads,
+                       .kv_heads = c->heads, .head_dim = c->D};
+    hz_klaunch kl = {s, 1};
+    return hz_decode_attention(&a, &kl);
+}
+
+static int run_attn_old(void *p, int i, cudaStream_t s) {
+    attn_ctx *c = p;
+    return hz_model_attention(c->q, c->kc[i % (int)c->copies], c->vc[i % (int)c->copies], c->out, c->scores, c->ctx,
+                              c->heads, c->heads, c->D, c->n_pos, s);
+}
+
+/* Host FP64 reference of run_attn_new with identity RoPE and no q/k norm; worst |gpu - ref|. */
+static double attn_check(attn_ctx *c) {
+    const uint32_t H = c->heads, D = c->D, KD = H * D, pos = c->n_pos - 1;
+    CK(cudaMemset(c->out, 0xff, (size_t)KD * 2));
+    if (run_attn_new(c, 0, g_stream)) return INFINITY;
+    CK(cudaStreamSynchronize(g_stream));
+    uint16_t *q = malloc((size_t)KD * 2), *out = malloc((size_t)KD * 2);
+    uint16_t *kc = malloc((size_t)c->n_pos * KD * 2), *vc = malloc((size_t)c->n_pos * KD * 2);
+    uint16_t *k = malloc((size_t)KD * 2), *v = malloc((size_t)KD * 2);
+    CK(cudaMemcpy(q, c->q, (size_t)KD * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(k, c->k, (size_t)KD * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(v, c->v, (size_t)KD * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(out, c->out, (size_t)KD * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(kc, c->kc[0], (size_t)c->n_pos * KD * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(vc, c->vc[0], (size_t)c->n_pos * KD * 2, cudaMemcpyDeviceToHost));
+    double worst = 0;
+    /* the kernel stored k and v at row pos: they must be the inputs (identity RoPE, no norm) */
+    if (memcmp(kc + (size_t)pos * KD, k, (size_t)KD * 2) || memcmp(vc + (size_t)pos * KD, v, (size_t)KD * 2)) worst = INFINITY;
+    double *sc = malloc(sizeof(double) * c->n_pos);
+    for (uint32_t h = 0; h < H && worst < INFINITY; h++) {
+        double mx = -INFINITY, sum = 0;
+        for (uint32_t j = 0; j < c->n_pos; j++) {
+            double d = 0;
+            for (uint32_t e = 0; e < D; e++)
+                d += (double)hz_f16_to_f32(q[h * D + e]) * hz_f16_to_f32(kc[(size_t)j * KD + h * D + e]);
+            sc[j] = d / sqrt((double)D);
+            if (sc[j] > mx) mx = sc[j];
+        }
+        for (uint32_t j = 0; j < c->n_pos; j++) sum += (sc[j] = exp(sc[j] - mx));
+        for (uint32_t e = 0; e < D; e++) {
+            double o = 0;
+            for (uint32_t j = 0; j < c->n_pos; j++) o += sc[j] / sum * hz_f16_to_f32(vc[(size_t)j * KD + h * D + e]);
+            double err = fabs((double)hz_f16_to_f32(out[h * D + e]) - o);
+            if (!(err <= worst)) worst = err;
+        }
+    }
+    free(sc);
+    free(q);
+    free(out);
+    free(kc);
+    free(vc);
+    free(k);
+    free(v);
+    return worst;
+}
+
+static int attention_case(uint32_t n_pos, int reps) {
+    const uint32_t heads = 16, D = 128, ctx = 4096, KD = heads * D;
+    attn_ctx c = {.heads = heads, .D = D, .ctx = ctx, .n_pos = n_pos};
+    const size_t kv_bytes = (size_t)ctx * KD * 2;
+    c.copies = (uint32_t)((ROTATE_BYTES + 2 * kv_bytes - 1) / (2 * kv_bytes));
+    c.kc = malloc(sizeof *c.kc * c.copies);
+    c.vc = malloc(sizeof *c.vc * c.copies);
+    for (uint32_t k = 0; k < c.copies; k++) {
+        c.kc[k] = dev_random_f16((size_t)ctx * KD, 1.0f, 0.0f);
+        c.vc[k] = dev_random_f16((size_t)ctx * KD, 1.0f, 0.0f);
+    }
+    c.q = dev_random_f16(KD, 1.0f, 0.0f);
+    c.k = dev_random_f16(KD, 1.0f, 0.0f);
+    c.v = dev_random_f16(KD, 1.0f, 0.0f);
+    CK(cudaMalloc((void **)&c.out, (size_t)KD * 2));
+    CK(cudaMalloc((void **)&c.scores, (size_t)heads * ctx * 4));
+    float *rope = calloc((size_t)ctx * D, sizeof(float)); /* identity: cos 1, sin 0 */
+    for (uint32_t p = 0; p < ctx; p++)
+        for (uint32_t i = 0; i < D / 2; i++) rope[(size_t)p * D + i] = 1.0f;
+    CK(cudaMalloc((void **)&c.rope, (size_t)ctx * D * 4));
+    CK(cudaMemcpy(c.rope, rope, (size_t)ctx * D * 4, cudaMemcpyHostToDevice));
+    free(rope);
+    const uint32_t max_splits = hz_decode_attention_splits(&g_dev, heads, ctx);
+    CK(cudaMalloc((void **)&c.part, (size_t)heads * max_splits * (D + 2) * 4));
+    CK(cudaMalloc((void **)&c.count, (size_t)heads * 4));
+    CK(cudaMemset(c.count, 0, (size_t)heads * 4));
+    CK(cudaMalloc((void **)&c.step, sizeof(hz_dstep)));
+    hz_dstep st = {0, n_pos - 1};
+    CK(cudaMemcpy(c.step, &st, sizeof st, cudaMemcpyHostToDevice));
+    int bad = 0;
+    const uint32_t try_splits[3] = {max_splits, 1, 3};
+    for (int t = 0; t < 3; t++) {
+        c.splits = try_splits[t] <= max_splits ? try_splits[t] : max_splits;
+        double err = attn_check(&c);
+        printf("attention 16 x 128, %4u positions, %2u splits: max |gpu - fp64| %.2e %s\n", n_pos, c.splits, err,
+               err <= 2e-3 ? "ok" : "FAIL");
+        if (!(err <= 2e-3)) bad = 1;
+    }
+    c.splits = max_splits;
+    const double kv_read = 2.0 * n_pos * KD * 2;
+    float s_new = time_single(run_attn_new, &c, reps), g_new = time_graph(run_attn_new, &c, reps);
+    float s_old = time_single(run_attn_old, &c, reps), g_old = time_graph(run_attn_old, &c, reps);
+    printf("    split (%2u) single %8.2f us | graph %8.2f us %7.1f GB/s (KV read)\n", c.splits, s_new, g_new,
+           g_new > 0 ? kv_read / (g_new * 1e3) : 0.0);
+    printf("    old         single %8.2f us | graph %8.2f us %7.1f GB/s (KV read)\n", s_old, g_old,
+           g_old > 0 ? kv_read / (g_old * 1e3) : 0.0);
+    for (uint32_t k = 0; k < c.copies; k++) {
+        cudaFree(c.kc[k]);
+        cudaFree(c.vc[k]);
+    }
+    free(c.kc);
+    free(c.vc);
+    cudaFree(c.q);
+    cudaFree(c.k);
+    cudaFree(c.v);
+    cudaFree(c.out);
+    cudaFree(c.scores);
+    cudaFree(c.rope);
+    cudaFree(c.part);
+    cudaFree(c.count);
+    cudaFree(c.step);
+    return bad;
+}
+
+/* ---- the non-routed kernels of one step, at a model's shapes --------------------------------------------- */
+
+/* The buffers of one layer's non-routed kernels; launches as forward_cuda.c's enqueue_step does. */
+typedef struct layer_ctx {
+    const hz_model_config *c;
+    uint32_t layers; /* distinct weight sets (rotated) */
+    uint16_t **wqkv, **wo, **wr, **norm, *lm, *qb;
+    uint16_t **shg, **shd; /* Qwen: gate+up [2S x H], down [H x S] */
+    uint16_t *h, *h2, *q, *k, *v, *att, *proj, *rlog, *xn, *shdo, *sgate, *kc, *vc;
+    float *acc, *rope, *part, *logits, *sg, *su;
+    uint32_t *count, *route;
+    const void **rows;
+    int32_t *am;
+    void *tail;
+    hz_dstep *step;
+    uint32_t splits;
+    int which; /* 0 qkv, 1 attention, 2 o, 3 router, 4 shared down, 5 lm_head */
+} layer_ctx;
+
+static int run_layer_op(void *p, int i, cudaStream_t s) {
+    layer_ctx *L = p;
+    const hz_model_config *c = L->c;
+    const uint32_t H = c->hidden, D = c->head_dim, QD = c->heads * D, KD = c->kv_heads * D, S = c->shared_inter;
+    const int l = i % (int)L->layers;
+    hz_klaunch kl = {s, 1};
+    hz_dgemv_args a;
+    memset(&a, 0, sizeof a);
+    a.in = H;
+    a.eps = 1e-5f;
+    switch (L->which) {
+    case 0: /* qkv, input norm of h + moe */
+        a.seg[0] = (hz_mgemv_seg){L->wqkv[l], c->qkv_bias ? L->qb : NULL, L->q, QD, 0};
+        a.seg[1] = (hz_mgemv_seg){L->wqkv[l] + (size_t)QD * H, c->qkv_bias ? L->qb : NULL, L->k, KD, 0};
+        a.seg[2] = (hz_mgemv_seg){L->wqkv[l] + (size_t)(QD + KD) * H, c->qkv_bias ? L->qb : NULL, L->v, KD, 0};
+        a.nseg = 3;
+        a.x_mode = HZ_DGEMV_X_RESNORM;
+        a.h_in = L->h;
+        a.acc = L->acc;
+        a.shared = S ? L->shdo : NULL;
+        a.shared_gate = S ? L->sgate : NULL;
+        a.norm_w = L->norm[l];
+        a.h_out = L->h2;
+        return hz_decode_gemv(&a, &g_dev, &kl);
+    case 1: {
+        hz_dattn_args at = {.q = L->q, .k = L->k, .v = L->v, .q_norm = c->qk_norm ? L->norm[l] : NULL,
+                            .k_norm = c->qk_norm ? L->norm[l] : NULL, .eps = 1e-5f, .rope = L->rope, .step = L->step,
+                            .kc = L->kc, .vc = L->vc, .out = L->att, .part = L->part, .count = L->count,
+                            .splits = L->splits, .heads = c->heads, .kv_heads = c->kv_heads, .head_dim = D};
+        return hz_decode_attention(&at, &kl);
+    }
+    case 2:
+        a.seg[0] = (hz_mgemv_seg){L->wo[l], NULL, L->proj, H, 0};
+        a.nseg = 1;
+        a.in = QD;
+        a.x_mode = HZ_DGEMV_X_PLAIN;
+        a.x = L->att;
+        return hz_decode_gemv(&a, &g_dev, &kl);
+    case 3: /* router (+ shared gate/up/gate logit), post-attention norm, route tail */
+        a.seg[0] = (hz_mgemv_seg){L->wr[l], NULL, L->rlog, c->experts, 0};
+        a.nseg = 1;
+        if (S) {
+            a.seg[1] = (hz_mgemv_seg){L->shg[l], NULL, L->sg, S, 1};
+            a.seg[2] = (hz_mgemv_seg){L->shg[l] + (size_t)S * H, NULL, L->su, S, 1};
+            a.seg[3] = (hz_mgemv_seg){L->wr[l], NULL, L->sgate, 1, 0};
+            a.nseg = 4;
+        }
+        a.x_mode = HZ_DGEMV_X_RESNORM;
+        a.h_in = L->h;
+        a.d = L->proj;
+        a.norm_w = L->norm[l];
+        a.h_out = L->h2;
+        a.x_out = L->xn;
+        a.zero = L->acc;
+        a.zero_n = H;
+        a.tail = HZ_DGEMV_TAIL_ROUTE;
+        a.top_k = c->top_k;
+        a.ids_out = L->route;
+        a.w_out = (float *)(L->route + c->top_k);
+        a.tail_scratch = L->tail;
+        return hz_decode_gemv(&a, &g_dev, &kl);
+    case 4:
+        a.seg[0] = (hz_mgemv_seg){L->shd[l], NULL, L->shdo, H, 0};
+        a.nseg = 1;
+        a.in = S;
+        a.x_mode = HZ_DGEMV_X_SILU;
+        a.g = L->sg;
+        a.u = L->su;
+        return hz_decode_gemv(&a, &g_dev, &kl);
+    default:
+        a.seg[0] = (hz_mgemv_seg){L->lm, NULL, L->logits, c->vocab, 1};
+        a.nseg = 1;
+        a.x_mode = HZ_DGEMV_X_RESNORM;
+        a.h_in = L->h;
+        a.acc = L->acc;
+        a.shared = S ? L->shdo : NULL;
+        a.shared_gate = S ? L->sgate : NULL;
+        a.norm_w = L->norm[0];
+        a.tail = HZ_DGEMV_TAIL_ARGMAX;
+        a.argmax_out = L->am;
+        a.tail_scratch = L->tail;
+        return hz_decode_gemv(&a, &g_dev, &kl);
+    }
+}
+
+/* Times each non-routed kernel of a step at each of npos positions (in a graph, weights of up to 8
+ * distinct layers rotated) and prints the per-step sums: layers x (qkv + attention + o + router
+ * [+ shared down]) + lm_head, into sums[] (microseconds). */
+static void nonrouted_breakdown(const hz_model_config *c, const uint32_t *pos, int npos, double *sums,
+                                const double *step_ms, uint32_t max_ctx, int reps) {
+    const uint32_t H = c->hidden, D = c->head_dim, QD = c->heads * D, KD = c->kv_heads * D, S = c->shared_inter;
+    const uint32_t nl = c->layers < 8 ? c->layers : 8;
+    layer_ctx L = {.c = c, .layers = nl};
+    L.wqkv = calloc(nl, sizeof *L.wqkv);
+    L.wo = calloc(nl, sizeof *L.wo);
+    L.wr = calloc(nl, sizeof *L.wr);
+    L.norm = calloc(nl, sizeof *L.norm);
+    L.shg = calloc(nl, sizeof *L.shg);
+    L.shd = calloc(nl, sizeof *L.shd);
+    for (uint32_t l = 0; l < nl; l++) {
+        L.wqkv[l] = dev_random_f16((size_t)(QD + 2 * KD) * H, 1.0f / sqrtf((float)H), 0.0f);
+        L.wo[l] = dev_random_f16((size_t)H * QD, 1.0f / sqrtf((float)QD), 0.0f);
+        L.wr[l] = dev_random_f16((size_t)c->experts * H, 8.0f / sqrtf((float)H), 0.0f);
+        L.norm[l] = dev_random_f16(H > QD ? H : QD, 0.1f, 1.0f);
+        if (S) {
+            L.shg[l] = dev_random_f16((size_t)2 * S * H, 1.0f / sqrtf((float)H), 0.0f);
+            L.shd[l] = dev_random_f16((size_t)H * S, 1.0f / sqrtf((float)S), 0.0f);
+        }
+    }
+    L.lm = dev_random_f16((size_t)c->vocab * H, 1.0f / sqrtf((float)H), 0.0f);
+    L.qb = dev_random_f16(QD, 0.1f, 0.0f);
+    L.h = dev_random_f16(H, 1.0f, 0.0f);
+    L.h2 = dev_random_f16(H, 1.0f, 0.0f);
+    L.q = dev_random_f16(QD, 1.0f, 0.0f);
+    L.k = dev_random_f16(KD, 1.0f, 0.0f);
+    L.v = dev_random_f16(KD, 1.0f, 0.0f);
+    L.att = dev_random_f16(QD, 1.0f, 0.0f);
+    L.proj = dev_random_f16(H, 1.0f, 0.0f);
+    L.rlog = dev_random_f16(c->experts, 1.0f, 0.0f);
+    L.xn = dev_random_f16(H, 1.0f, 0.0f);
+    L.shdo = dev_random_f16(H, 1.0f, 0.0f);
+    L.sgate = dev_random_f16(8, 1.0f, 0.0f);
+    L.kc = dev_random_f16((size_t)max_ctx * KD, 1.0f, 0.0f);
+    L.vc = dev_random_f16((size_t)max_ctx * KD, 1.0f, 0.0f);
+    CK(cudaMalloc((void **)&L.acc, (size_t)H * 4));
+    CK(cudaMemset(L.acc, 0, (size_t)H * 4));
+    CK(cudaMalloc((void **)&L.sg, (size_t)(S ? S : 1) * 4));
+    CK(cudaMemset(L.sg, 0, (size_t)(S ? S : 1) * 4));
+    CK(cudaMalloc((void **)&L.su, (size_t)(S ? S : 1) * 4));
+    CK(cudaMemset(L.su, 0, (size_t)(S ? S : 1) * 4));
+    CK(cudaMalloc((void **)&L.rope, (size_t)max_ctx * D * 4));
+    CK(cudaMemset(L.rope, 0, (size_t)max_ctx * D * 4));
+    L.splits = hz_decode_attention_splits(&g_dev, c->heads, max_ctx);
+    CK(cudaMalloc((void **)&L.part, (size_t)c->heads * L.splits * (D + 2) * 4));
+    CK(cudaMalloc((void **)&L.count, (size_t)c->heads * 4));
+    CK(cudaMemset(L.count, 0, (size_t)c->heads * 4));
+    CK(cudaMalloc((void **)&L.logits, (size_t)c->vocab * 4));
+    CK(cudaMalloc((void **)&L.route, 2u * 64u * 4u));
+    CK(cudaMalloc((void **)&L.am, 4));
+    CK(cudaMalloc(&L.tail, hz_decode_tail_bytes(&g_dev)));
+    CK(cudaMemset(L.tail, 0, hz_decode_tail_bytes(&g_dev)));
+    CK(cudaMalloc((void **)&L.step, sizeof(hz_dstep)));
+    static const char *names[6] = {"qkv GEMV + input norm", "attention (+ q/k norm, RoPE, KV store)", "o GEMV",
+                                   "router GEMV + norm + top-k tail", "shared down GEMV + SiLU", "lm_head GEMV + norm + argmax"};
+    for (int k = 0; k < npos; k++) {
+        printf("  breakdown at position %u (each kernel alone in a graph of %d, random data):\n", pos[k], GRAPH_OPS);
+        hz_dstep st = {0, pos[k]};
+        CK(cudaMemcpy(L.step, &st, sizeof st, cudaMemcpyHostToDevice));
+        double sum = 0;
+        for (int w = 0; w < 6; w++) {
+            if (w == 4 && !S) continue;
+            L.which = w;
+            float t = time_graph(run_layer_op, &L, reps);
+            const double n = w == 5 ? 1.0 : (double)c->layers;
+            printf("    %-40s %8.2f us x %2.0f = %8.1f us\n", names[w], t, n, t * n);
+            sum += t * n;
+        }
+        sums[k] = sum;
+        printf("    %-40s %26.1f us\n", "non-routed kernels per step", sum);
+        printf("    %-40s %26.1f us\n", "whole step (graph + pdl, public API)", step_ms[k] * 1e3);
+        printf("    %-40s %26.1f us\n", "rest: routed experts, gaps, host", step_ms[k] * 1e3 - sum);
+    }
+    for (uint32_t l = 0; l < nl; l++) {
+        cudaFree(L.wqkv[l]);
+        cudaFree(L.wo[l]);
+        cudaFree(L.wr[l]);
+        cudaFree(L.norm[l]);
+        if (S) {
+            cudaFree(L.shg[l]);
+            cudaFree(L.shd[l]);
+        }
+    }
+    void *bufs[] = {L.lm, L.qb, L.h, L.h2, L.q, L.k, L.v, L.att, L.proj, L.rlog, L.xn, L.shdo, L.sgate, L.kc, L.vc,
+                    L.acc, L.sg, L.su, L.rope, L.part, L.count, L.logits, L.route, L.am, L.tail, L.step};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
+    free(L.wqkv);
+    free(L.wo);
+    free(L.wr);
+    free(L.norm);
+    free(L.shg);
+    free(L.shd);
+}
+
+/* ---- whole decode steps of a generated model --------------------------------------------------------------- */
+
+static uint64_t g_fill = 0x9e3779b97f4a7c15ull;
+/* Fast uniform [-1, 1) for hundreds of millions of weights. */
+static inline float frand(void) {
+    g_fill ^= g_fill << 13;
+    g_fill ^= g_fill >> 7;
+    g_fill ^= g_fill << 17;
+    return (float)(int32_t)(g_fill >> 32) * (1.0f / 2147483648.0f);
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Writes the model: random non-routed tensors (scaled as tests/unit/model/tiny_model.c), routed
+ * experts cycled from a pool of four random ones (the bytes a token reads do not depend on which). */
+static int write_model(const char *path, const hz_model_config *cfg) {
+    hz_artifact_writer *w = NULL;
+    int st = hz_artifact_writer_create(path, cfg, "bf16", "0123456789abcdef0123456789abcdef", &w);
+    if (st) return st;
+    hz_tensor_spec *specs = NULL;
+    uint32_t n = 0;
+    st = hz_arch_nonrouted_tensors(cfg, &specs, &n);
+    for (uint32_t i = 0; i < n && !st; i++) {
+        const hz_tensor_spec *sp = &specs[i];
+        const uint64_t numel = sp->shape[0] * (sp->ndim > 1 ? sp->shape[1] : 1u);
+        hz_f16 *buf = malloc(numel * sizeof(hz_f16));
+        if (!buf) {
+            st = HZ_ENOMEM;
+            break;
+        }
+        float scale = sp->ndim > 1 ? 1.0f / sqrtf((float)sp->shape[1]) : 0.1f, base = 0.0f;
+        if (ends_with(sp->name, "norm.weight")) base = 1.0f;
+        if (strstr(sp->name, "embed_tokens")) scale = 1.0f;
+        if (ends_with(sp->name, "mlp.gate.weight")) scale *= 8.0f;
+        for (uint64_t j = 0; j < numel; j++) buf[j] = hz_f32_to_f16(base + scale * frand());
+        st = hz_artifact_writer_begin_tensor(w, sp->name, sp->ndim, sp->shape);
+        if (!st) st = hz_artifact_writer_write(w, buf, numel * sizeof(hz_f16));
+        if (!st) st = hz_artifact_writer_end_tensor(w);
+        free(buf);
+    }
+    free(specs);
+    hz_expert_layout layout;
+    hz_expert_layout_init(&layout, cfg->hidden, cfg->expert_inter);
+    const size_t gi = (size_t)cfg->expert_inter * cfg->hidden;
+    float *g = malloc(gi * 4), *u = malloc(gi * 4), *d = malloc(gi * 4);
+    uint8_t *pool = malloc(4 * layout.blob_bytes);
+    if (!st && (!g || !u || !d || !pool)) st = HZ_ENOMEM;
+    const float sg = 1.0f / sqrtf((float)cfg->hidden), sd = 1.0f / sqrtf((float)cfg->expert_inter);
+    for (int k = 0; k < 4 && !st; k++) {
+        for (size_t j = 0; j < gi; j++) {
+            g[j] = sg * frand();
+            u[j] = sg * frand();
+            d[j] = sd * frand();
+        }
+        st = hz_expert_pack(&layout, g, u, d, pool + (size_t)k * layout.blob_bytes, "bench expert");
+    }
+    for (uint32_t l = 0; l < cfg->layers && !st; l++)
+        for (uint32_t e = 0; e < cfg->experts && !st; e++)
+            st = hz_artifact_writer_add_expert(w, l, e, pool + (size_t)((l * 7u + e) % 4u) * layout.blob_bytes);
+    free(g);
+    free(u);
+    free(d);
+    free(pool);
+    if (st) {
+        hz_artifact_writer_abort(w);
+        return st;
+    }
+    return hz_artifact_writer_finish(w, NULL);
+}
+
+/* Greedy steps through the public API; ms per step over [from, from + n) after running up to `from`. */
+static double time_steps(hz_session *s, uint32_t from, uint32_t n, int32_t *tok) {
+    int st = HZ_OK;
+    while (hz_session_position(s) < from && !st) st = hz_decode_step(s, *tok, tok);
+    double t0 = hz_now_seconds();
+    for (uint32_t i = 0; i < n && !st; i++) st = hz_decode_step(s, *tok, tok);
+    double dt = hz_now_seconds() - t0;
+    if (st) {
+        printf("FAIL: decode step: %s\n", hz_last_error_message());
+        return -1;
+    }
+    return dt * 1e3 / n;
+}
+
+static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int reps) {
+    hz_model_config cfg;
+    int qwen = strcmp(arch, "qwen") == 0;
+    int st = hz_config_preset(qwen ? HZ_ARCH_QWEN2MOE : HZ_ARCH_OLMOE, qwen ? "qwen1.5-moe-a2.7b" : "olmoe-1b-7b", &cfg);
+    if (st) return 1;
+    if (experts >= cfg.top_k) cfg.experts = experts;
+    const char *tmp = getenv("TMPDIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/hz-bench-step-%s-%d.hzq", tmp && *tmp ? tmp : "/tmp", arch, (int)getpid());
+    printf("step %s shape: %u layers, hidden %u, %u heads x %u, vocab %u, %u experts top-%u of width %u%s%s\n", arch,
+           cfg.layers, cfg.hidden, cfg.heads, cfg.head_dim, cfg.vocab, cfg.experts, cfg.top_k, cfg.expert_inter,
+           qwen ? ", shared expert " : "", qwen ? "5632" : "");
+    double t0 = hz_now_seconds();
+    st = write_model(path, &cfg);
+    if (st) {
+        printf("FAIL: writing %s: %s\n", path, hz_last_error_message());
+        return 1;
+    }
+    printf("  model written in %.1f s\n", hz_now_seconds() - t0);
+    hz_host_backing *b = NULL;
+    hz_device *d = NULL;
+    hz_cache *c = NULL;
+    hz_model *m = NULL;
+    hz_cache_options co;
+    hz_cache_options_init(&co);
+    hz_model_options mo;
+    hz_model_options_init(&mo);
+    mo.executor = "grouped";
+    st = hz_host_backing_open(path, NULL, &b);
+    unlink(path); /* the backing holds its own copy */
+    if (!st) st = hz_device_open("cuda:0", &d);
+    if (!st) st = hz_cache_create(b, d, &co, &c);
+    if (!st) st = hz_model_create(b, d, c, &mo, &m);
+    int bad = st != HZ_OK;
+    if (st) printf("FAIL: opening the model: %s\n", hz_last_error_message());
+    static const struct {
+        const char *name;
+        int graph, pdl;
+    } modes[3] = {{"graph + pdl", 1, 1}, {"eager + pdl", 0, 1}, {"eager", 0, 0}};
+    double graph_ms[2] = {0, 0};
+    for (int md = 0; md < 3 && !bad; md++) {
+        hz_session *s = NULL;
+        hz_session_options so;
+        hz_session_options_init(&so);
+        so.max_context = 2048;
+        st = hz_session_create(m, &so, &s);
+        if (!st) st = hz_gpu_session_set_decode(s, modes[md].graph, modes[md].pdl, 0);
+        if (st) {
+            printf("FAIL: session: %s\n", hz_last_error_message());
+            bad = 1;
+            break;
+        }
+        int32_t tok = 1;
+        double a = time_steps(s, 32, nsteps, &tok);
+        double b2 = time_steps(s, 1024 - nsteps / 2, nsteps, &tok);
+        char *js = NULL;
+        const char *path_s = "?";
+        char dp[64] = "?";
+        if (hz_session_stats_json(s, &js) == HZ_OK) {
+            const char *p = strstr(js, "\"decode_path\":\"");
+            if (p) {
+                p += strlen("\"decode_path\":\"");
+                size_t i = 0;
+                while (p[i] && p[i] != '"' && i + 1 < sizeof dp) {
+                    dp[i] = p[i];
+                    i++;
+                }
+                dp[i] = '\0';
+            }
+            path_s = dp;
+        }
+        if (a < 0 || b2 < 0) bad = 1;
+        printf("  %-12s (%s): pos 32..%u %.3f ms/step = %7.1f tok/s | pos ~1024 %.3f ms/step = %7.1f tok/s\n",
+               modes[md].name, path_s, 32 + nsteps, a, 1e3 / a, b2, 1e3 / b2);
+        if (js && md == 0 && strstr(js, "\"graph_fallback\":\"")) printf("  %s\n", strstr(js, "\"graph_fallback\""));
+        hz_free(js);
+        if (md == 0) {
+            graph_ms[0] = a;
+            graph_ms[1] = b2;
+        }
+        hz_session_destroy(s);
+    }
+    if (!bad) {
+        const uint32_t pos[2] = {32 + nsteps / 2, 1024};
+        double sums[2];
+        nonrouted_breakdown(&cfg, pos, 2, sums, graph_ms, 2048, reps);
+    }
+    if (m && hz_model_destroy(m)) bad = 1;
+    if (c && hz_cache_destroy(c)) bad = 1;
+    if (d && hz_device_close(d)) bad = 1;
+    hz_host_backing_close(b);
+    return bad;
 }
 
 int main(int argc, char **argv) {
-    int reps = argc > 1 ? atoi(argv[1]) : 200;
+    const int step_mode = argc > 1 && strcmp(argv[1], "--step") == 0;
+    int reps = !step_mode && argc > 1 ? atoi(argv[1]) : 200;
     if (reps < 10) reps = 10;
     struct cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+    CK(cudaSetDevice(0));
+    CK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+    if (hz_decode_device_info(g_stream, 5632, &g_dev)) { /* as a Qwen model sets it up */
+        printf("FAIL: %s\n", hz_last_error_message());
+        return 1;
+    }
+    printf("device: %s, %d SMs, L2 %d MB; decode GEMV grid bound %u blocks\n", prop.name, prop.multiProcessorCount,
+           prop.l2CacheSize >> 20, g_dev.gemv_grid);
+    if (step_mode) {
+        const char *arch = argc > 2 ? argv[2] : "olmoe";
+        const uint32_t experts = argc > 3 ? (uint32_t)atoi(argv[3]) : 16u;
+        const uint32_t nsteps = argc > 4 ? (uint32_t)atoi(argv[4]) : 64u;
+        int bad = step_bench(arch, experts, nsteps < 8 ? 8 : nsteps, 40);
+        printf(bad ? "bench_model_ops --step: FAILED\n" : "bench_model_ops --step: OK\n");
+        return bad;
+    }
+    if (cublasCreate(&g_blas) != CUBLAS_STATUS_SUCCESS) {
+        printf("FAIL: cublasCreate\n");
+        return 1;
+    }
+    void *ws;
+    CK(cudaMalloc(&ws, 32u << 20));
+    if (cublasSetWorkspace(g_blas, ws, 32u << 20) != CUBLAS_STATUS_SUCCESS) printf("(cublasSetWorkspace failed)\n");
+    g_copy_gbs = copy_ceiling();
+    printf("device-to-device copy: %.1f GB/s (read + write): the bandwidth ceiling below\n", g_copy_gbs);
     int bad = 0;
-    bad |= gemv_case("dense 2048x2048", 2048, 2048, 1, reps);
+    bad |= gemv_case("dense 2048x2048 (o_proj)", 2048, 2048, 1, reps);
     bad |= gemv_case("olmoe qkv (fused x3)", 2048, 2048, 3, reps);
     bad |= gemv_case("olmoe router", 64, 2048, 1, reps);
     bad |= gemv_case("qwen shared gate+up", 5632, 2048, 2, reps);
     bad |= gemv_case("qwen shared down", 2048, 5632, 1, reps);
     bad |= gemv_case("olmoe lm_head", 50304, 2048, 1, reps);
     bad |= gemv_case("qwen lm_head", 151936, 2048, 1, reps);
-    for (uint32_t n_pos = 256; n_pos <= 4096; n_pos *= 4) {
-        const uint32_t heads = 16, D = 128, ctx = 4096;
-        attn_ctx a = {.heads = heads, .D = D, .n_pos = n_pos, .stride = ctx};
-        a.q = dev_random_f16((size_t)heads * D, 1.0f);
-        a.kc = dev_random_f16((size_t)ctx * heads * D, 1.0f);
-        a.vc = dev_random_f16((size_t)ctx * heads * D, 1.0f);
-        CK(cudaMalloc((void **)&a.out, (size_t)heads * D * 2));
-        CK(cudaMalloc((void **)&a.scores, (size_t)heads * ctx * 4));
-        float us = time_us(run_attn, &a, reps);
-        printf("attention 16 heads x 128, %4u positions  %8.2f us  %7.1f GB/s (KV read)\n", n_pos, us,
-               2.0 * n_pos * heads * D * 2 / (us * 1e3));
-        cudaFree((void *)a.q);
-        cudaFree((void *)a.kc);
-        cudaFree((void *)a.vc);
-        cudaFree(a.out);
-        cudaFree(a.scores);
-    }
-    printf(bad ? "bench_model_ops: GEMV check FAILED\n" : "bench_model_ops: OK\n");
+    bad |= argmax_case(50304, 2048);
+    for (uint32_t n_pos = 256; n_pos <= 4096; n_pos *= 4) bad |= attention_case(n_pos, reps);
+    cublasDestroy(g_blas);
+    cudaFree(ws);
+    printf(bad ? "bench_model_ops: a check FAILED\n" : "bench_model_ops: OK\n");
     return bad;
 }

@@ -17,6 +17,17 @@
  *   - full and partial residency with the same executor give bit-identical logits (the kernels see the
  *     same experts in the same ascending order; only where the row addresses come from differs);
  *   - no expert bytes ever travel device -> host; ROUTING D2H copies happen at partial residency only.
+ * The decode step itself (lib/model/forward_cuda.c, cuda/model/decode_ops.cu), on the grouped executor
+ * at full residency:
+ *   - the CUDA graph, eager launches with programmatic dependent launch, and plain eager launches give
+ *     bit-identical logits for the whole sequence (same kernels, same grids), and the graph really ran
+ *     (the session stats say "graph" with graph steps > 0; a capture failure is a test failure and
+ *     prints why);
+ *   - greedy steps bring 4 bytes (the argmax) back per step, not the logits; hz_session_logits and a
+ *     non-greedy sampler fetch them, and the fetched logits equal those of a greedy session;
+ *   - long context: 200 teacher-forced steps (positions past several attention chunks of 64) against
+ *     the CPU path within GPU_REL_BOUND per step, with the default split count of the attention and
+ *     with 1 and 3 splits (one block walking every chunk; splits that do not divide the chunks).
  * It prints decode tokens/s for each configuration (tiny models: launch-bound, not a bandwidth figure). */
 #include <math.h>
 #include <stdio.h>
@@ -26,12 +37,14 @@
 #include "backend/backend.h"
 #include "core/core.h"
 #include "horizon/horizon.h"
+#include "model/forward_cuda.h"
 #include "tiny_model.h"
 
 #define GPU_REL_BOUND 5e-3
 #define N_PROMPT 8
 #define N_STEPS 24
 #define N_BENCH 64
+#define N_LONG 200 /* teacher-forced positions of the long-context check (tiny max_context: 256) */
 
 static int g_failures;
 #define FAILF(...)                                                                                         \
@@ -231,6 +244,183 @@ static void run_arch(const char *path, const char *arch) {
     free(cl);
 }
 
+/* The "decode_path" string of a session's stats JSON (into out), and its graph_steps. */
+static uint64_t decode_path(hz_session *s, char *out, size_t n) {
+    char *js = NULL;
+    out[0] = '\0';
+    if (hz_session_stats_json(s, &js) != HZ_OK) {
+        FAILF("hz_session_stats_json: %s", hz_last_error_message());
+        return 0;
+    }
+    const char *p = strstr(js, "\"decode_path\":\"");
+    if (p) {
+        p += strlen("\"decode_path\":\"");
+        size_t i = 0;
+        while (p[i] && p[i] != '"' && i + 1 < n) {
+            out[i] = p[i];
+            i++;
+        }
+        out[i] = '\0';
+    }
+    uint64_t steps = json_u64(js, "graph_steps");
+    const char *why = strstr(js, "\"graph_fallback\":");
+    if (why && strncmp(why + strlen("\"graph_fallback\":"), "null", 4) != 0) printf("  %s\n", why);
+    hz_free(js);
+    return steps;
+}
+
+/* Graph, eager + PDL and plain eager on the same model: bit-identical logits; greedy steps copy 4 bytes
+ * back, not the logits; a sampling session fetches them. */
+static void check_decode_modes(const char *path, const char *arch) {
+    static const struct {
+        const char *name;
+        int graph, pdl;
+    } modes[3] = {{"graph+pdl", 1, 1}, {"eager+pdl", 0, 1}, {"eager", 0, 0}};
+    stack g;
+    if (stack_open(&g, path, "cuda:0", 0, "grouped")) return;
+    const uint32_t V = g.vocab;
+    float *lg[3] = {NULL, NULL, NULL};
+    int ok = 1;
+    for (int md = 0; md < 3 && ok; md++) {
+        lg[md] = malloc((size_t)(N_STEPS + 1) * V * sizeof(float));
+        hz_session *s = NULL;
+        int st = hz_session_create(g.m, NULL, &s);
+        if (!st) st = hz_gpu_session_set_decode(s, modes[md].graph, modes[md].pdl, 0);
+        if (st || !lg[md]) {
+            FAILF("%s %s: session: %s", arch, modes[md].name, hz_last_error_message());
+            hz_session_destroy(s);
+            ok = 0;
+            break;
+        }
+        hz_session *keep = g.s;
+        g.s = s;
+        int32_t tok[N_STEPS + 1];
+        ok = run_seq(&g, lg[md], tok) == 0;
+        char dp[64];
+        uint64_t gsteps = decode_path(s, dp, sizeof dp);
+        if (modes[md].graph && (strcmp(dp, "graph") != 0 || gsteps == 0 || gsteps == UINT64_MAX))
+            FAILF("%s %s: decode path \"%s\" with %llu graph steps, expected the CUDA graph", arch, modes[md].name,
+                  dp, (unsigned long long)gsteps);
+        if (!modes[md].graph && gsteps != 0) FAILF("%s %s: %llu graph steps with the graph disabled", arch,
+                                                   modes[md].name, (unsigned long long)gsteps);
+        if (ok && md == 0) { /* lazy logits: greedy steps bring back the argmax only */
+            const hz_backend *be = g.d->be;
+            uint64_t b0 = atomic_load(&be->bytes[HZ_D2H][HZ_PURPOSE_ACTIVATION]);
+            int32_t next = tok[N_STEPS];
+            for (int i = 0; i < 10 && ok; i++) ok = hz_decode_step(s, next, &next) == HZ_OK;
+            uint64_t b1 = atomic_load(&be->bytes[HZ_D2H][HZ_PURPOSE_ACTIVATION]);
+            if (!ok) FAILF("%s: decode: %s", arch, hz_last_error_message());
+            else if (b1 - b0 != 10u * 4u)
+                FAILF("%s: 10 greedy steps copied %llu activation bytes back, expected 40 (argmax only)", arch,
+                      (unsigned long long)(b1 - b0));
+            else
+                printf("%s: cuda:0 grouped full: 10 greedy steps copied %llu bytes back (argmax only)\n", arch,
+                       (unsigned long long)(b1 - b0));
+        }
+        g.s = keep;
+        hz_session_destroy(s);
+    }
+    for (int md = 1; md < 3 && ok; md++) {
+        if (memcmp(lg[0], lg[md], (size_t)(N_STEPS + 1) * V * sizeof(float)) != 0)
+            FAILF("%s: %s and %s logits differ (max rel %.3e)", arch, modes[0].name, modes[md].name,
+                  max_rel(lg[md], lg[0], (N_STEPS + 1) * V));
+        else
+            printf("%s: cuda:0 grouped full: %s and %s logits bit-identical over %d steps\n", arch, modes[0].name,
+                   modes[md].name, N_STEPS + 1);
+    }
+
+    /* A sampling session fetches the logits itself; they equal a greedy session's at the same point. */
+    if (ok) {
+        static const int32_t prompt[4] = {5, 9, 33, 77};
+        hz_session *gs = NULL, *ss = NULL;
+        hz_sampler_options so;
+        hz_sampler_options_init(&so);
+        so.temperature = 0.8f;
+        so.seed = 7;
+        int32_t a = -1, b = -1;
+        const float *la = NULL, *lb = NULL;
+        int st = hz_session_create(g.m, NULL, &gs);
+        if (!st) st = hz_session_create(g.m, NULL, &ss);
+        if (!st) st = hz_session_set_sampler(ss, &so);
+        if (!st) st = hz_prefill(gs, prompt, 4, &a);
+        if (!st) st = hz_prefill(ss, prompt, 4, &b);
+        if (!st) st = hz_decode_step(gs, 3, &a);
+        if (!st) st = hz_decode_step(ss, 3, &b);
+        if (!st) st = hz_session_logits(gs, &la, NULL);
+        if (!st) st = hz_session_logits(ss, &lb, NULL);
+        if (st)
+            FAILF("%s: sampling session: %s", arch, hz_last_error_message());
+        else if (b < 0 || (uint32_t)b >= V || memcmp(la, lb, (size_t)V * sizeof(float)) != 0)
+            FAILF("%s: sampling session: token %d, logits %s the greedy session's", arch, (int)b,
+                  memcmp(la, lb, (size_t)V * sizeof(float)) ? "differ from" : "equal");
+        else
+            printf("%s: cuda:0 sampling session: token %d, fetched logits equal the greedy session's\n", arch, (int)b);
+        hz_session_destroy(gs);
+        hz_session_destroy(ss);
+    }
+    for (int md = 0; md < 3; md++) free(lg[md]);
+    stack_close(&g);
+}
+
+/* N_LONG teacher-forced decode steps on the cpu and on cuda:0 (full residency, graph), logits compared
+ * at every step; `splits` overrides the attention's split count (0: default). */
+static void check_long_context(const char *path, const char *arch, uint32_t splits) {
+    stack ref, g;
+    if (stack_open(&ref, path, "cpu", 0, "reference")) return;
+    if (stack_open(&g, path, "cuda:0", 0, "grouped")) {
+        stack_close(&ref);
+        return;
+    }
+    int st = hz_gpu_session_set_decode(g.s, 1, 1, splits);
+    if (st) FAILF("%s: set_decode(splits %u): %s", arch, splits, hz_last_error_message());
+    const uint32_t V = ref.vocab;
+    const int n_long = getenv("HZ_MODEL_GPU_QUICK") ? 72 : N_LONG; /* under compute-sanitizer: 2 chunks */
+    double worst = 0;
+    int worst_step = -1, flips = 0;
+    for (int t = 0; t < n_long && !st; t++) {
+        const int32_t tok = (int32_t)(((uint32_t)t * 37u + 11u) % V);
+        int32_t a = 0, b = 0;
+        const float *lc = NULL, *lgp = NULL;
+        st = hz_decode_step(ref.s, tok, &a);
+        if (!st) st = hz_decode_step(g.s, tok, &b);
+        if (!st) st = hz_session_logits(ref.s, &lc, NULL);
+        if (!st) st = hz_session_logits(g.s, &lgp, NULL);
+        if (st) {
+            FAILF("%s long context step %d: %s", arch, t, hz_last_error_message());
+            break;
+        }
+        double rel = max_rel(lgp, lc, V);
+        if (!(rel <= worst)) {
+            worst = rel;
+            worst_step = t;
+        }
+        if (a != b) flips++;
+    }
+    char dp[64];
+    uint64_t gsteps = decode_path(g.s, dp, sizeof dp);
+    uint32_t used = splits;
+    if (!used) {
+        char *js = NULL;
+        if (hz_session_stats_json(g.s, &js) == HZ_OK) {
+            used = (uint32_t)json_u64(js, "attention_splits");
+            hz_free(js);
+        }
+    }
+    if (!st) {
+        if (!(worst <= GPU_REL_BOUND))
+            FAILF("%s long context (%u splits): max|gpu - cpu| / max|cpu| = %.3e at step %d above %.1e", arch, used,
+                  worst, worst_step, GPU_REL_BOUND);
+        if (strcmp(dp, "graph") != 0 || gsteps != (uint64_t)n_long - 1u) /* the first step runs eagerly */
+            FAILF("%s long context: decode path \"%s\", %llu graph steps of %d", arch, dp, (unsigned long long)gsteps,
+                  n_long);
+        printf("%s: cuda:0 long context %d positions, %u attention splits (chunks of %u): max rel err %.3e "
+               "(step %d), %d greedy picks differ (near ties allowed: logits within bound)\n",
+               arch, n_long, used, HZ_DECODE_ATTN_CHUNK, worst, worst_step, flips);
+    }
+    stack_close(&g);
+    stack_close(&ref);
+}
+
 int main(void) {
     char *dir = NULL;
     if (tiny_tmpdir(&dir)) {
@@ -249,6 +439,12 @@ int main(void) {
     printf("model_gpu: bound max|gpu - cpu| / max|cpu| <= %.1e per step, greedy tokens identical\n", GPU_REL_BOUND);
     run_arch(path[0], "olmoe");
     run_arch(path[1], "qwen2moe");
+    check_decode_modes(path[0], "olmoe");
+    check_decode_modes(path[1], "qwen2moe");
+    for (int a = 0; a < 2; a++) {
+        static const uint32_t splits[3] = {0, 1, 3};
+        for (int k = 0; k < 3; k++) check_long_context(path[a], a ? "qwen2moe" : "olmoe", splits[k]);
+    }
     tiny_rmdir(dir);
     free(dir);
     if (g_failures) {

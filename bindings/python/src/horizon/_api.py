@@ -170,18 +170,34 @@ TRANSPORTS = {
     "registered": lib.HZ_TRANSPORT_REGISTERED,
 }
 
+# hz_prefetch by name (HZ_PREFETCH_* values).
+PREFETCH = {
+    "off": lib.HZ_PREFETCH_OFF,
+    "next_layer": lib.HZ_PREFETCH_NEXT_LAYER,
+}
+
+
+def _by_name(table: Dict[str, int], what: str, value: Union[int, str]) -> int:
+    if isinstance(value, str):
+        if value not in table:
+            raise ValueError(f"unknown {what} {value!r}; known: {', '.join(table)}")
+        return table[value]
+    return value
+
 
 class Cache(_Handle):
     """The generation cache of routed experts on a device (hz_cache_create). `capacity` is resident
     experts per layer (0 = all); `placement` an optional layers x capacity list of expert ids;
     `transport` a name of TRANSPORTS ("serial", "threaded", "registered") or an hz_transport value;
-    `staging_threads` the threaded transport's copy threads (0 = one per online CPU, at most 16)."""
+    `staging_threads` the threaded transport's copy threads (0 = one per online CPU, at most 16);
+    `prefetch` a name of PREFETCH ("off", "next_layer") or an hz_prefetch value."""
 
     _what = "cache"
 
     def __init__(self, backing: Backing, device: Device, *, capacity: int = 0, spare_rows: int = 0,
                  staging_bytes: int = 0, eviction: int = 0, transport: Union[int, str] = 0,
-                 placement: Optional[Sequence[int]] = None, staging_threads: int = 0) -> None:
+                 placement: Optional[Sequence[int]] = None, staging_threads: int = 0,
+                 prefetch: Union[int, str] = 0) -> None:
         super().__init__((backing, device))
         self.backing, self.device = backing, device
         opts = ffi.new("hz_cache_options *")
@@ -190,12 +206,9 @@ class Cache(_Handle):
         opts.spare_rows = spare_rows
         opts.staging_bytes = staging_bytes
         opts.eviction = eviction
-        if isinstance(transport, str):
-            if transport not in TRANSPORTS:
-                raise ValueError(f"unknown transport {transport!r}; known: {', '.join(TRANSPORTS)}")
-            transport = TRANSPORTS[transport]
-        opts.transport = transport
+        opts.transport = _by_name(TRANSPORTS, "transport", transport)
         opts.staging_threads = staging_threads
+        opts.prefetch = _by_name(PREFETCH, "prefetch", prefetch)
         keep = None
         if placement is not None:
             keep = ffi.new("uint32_t[]", list(placement))

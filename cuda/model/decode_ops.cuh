@@ -1,0 +1,188 @@
+/* The decode step's fused kernels (cuda/model/decode_ops.cu) and its CUDA graph, behind a plain C
+ * interface (included from lib/model/forward_cuda.c): no CUDA types, a stream is a `void *` holding a
+ * cudaStream_t, FP16 tensors are uint16_t (binary16 bits).
+ *
+ * Why these exist next to model_ops.cuh: a batch-1 step is a chain of ~10 small dependent kernels per
+ * layer, so launch gaps and the latency of tiny kernels cost as much as the weight stream. Here
+ *   - the position and token live in device memory (hz_dstep), written by one small kernel at the
+ *     start of the step, so the whole step can be captured once as a CUDA graph and replayed;
+ *   - the residual add + RMSNorm runs as the prologue of the GEMV that consumes its output (every
+ *     block recomputes the 2048-value norm from L2, which costs less than a launch), the SiLU-and-
+ *     multiply of the Qwen shared expert as the prologue of its down projection, the router's softmax
+ *     + top-k and the lm_head's argmax as the tail of their GEMV (the last block to finish);
+ *   - q/k norm, RoPE and the KV store run inside the attention kernel, which splits the positions
+ *     over several blocks per head (flash-decoding) and combines the splits in its last block;
+ *   - every kernel can be launched with programmatic dependent launch: it issues its first weight
+ *     loads (never written by the step) before waiting for the previous kernel, so the next kernel's
+ *     launch and weight stream overlap the tail of the current one.
+ * Rounding points and elementwise formulas are those of model_ops.cuh and doc/numerics.md; only the
+ * order of FP32 additions differs (and the split softmax, see hz_decode_attention).
+ *
+ * Every function only enqueues work; it returns HZ_OK, HZ_EINVAL / HZ_EUNSUPPORTED (arguments, shape),
+ * or HZ_EDEVICE naming the CUDA call that failed. */
+#ifndef HZ_CUDA_MODEL_DECODE_OPS_CUH
+#define HZ_CUDA_MODEL_DECODE_OPS_CUH
+
+#include "model_ops.cuh"
+
+#ifdef __cplusplus
+#include <cstddef>
+#include <cstdint>
+extern "C" {
+#else
+#include <stddef.h>
+#include <stdint.h>
+#endif
+
+/* The per-step values, in device memory: written by hz_decode_begin, read by the kernels below. */
+typedef struct hz_dstep {
+    int32_t token;
+    uint32_t pos;
+} hz_dstep;
+
+/* How a kernel is launched: the stream and whether with programmatic dependent launch. */
+typedef struct hz_klaunch {
+    void *stream;
+    int pdl;
+} hz_klaunch;
+
+/* Device facts the launch shapes depend on, read once (hz_decode_device_info). The grids of the
+ * GEMV and attention kernels are functions of these and of the tensor shapes only, never of the
+ * position, so an eager step and a replayed graph run exactly the same blocks. */
+typedef struct hz_decode_dev {
+    uint32_t sms;        /* multiprocessors */
+    uint32_t gemv_grid;  /* most blocks a GEMV launches (resident at once); tails need this bound */
+} hz_decode_dev;
+
+/* Reads the device of `stream` and the occupancy of the GEMV kernel with `max_in` FP16 inputs in
+ * shared memory; also makes that device current on the calling thread. */
+int hz_decode_device_info(void *stream, uint32_t max_in, hz_decode_dev *out);
+
+/* Makes the device of `stream` current on the calling thread (kernels are launched on it). */
+int hz_decode_enter(void *stream);
+
+/* ---- step start -------------------------------------------------------------------------------------
+ * One thread writes {token, pos} into *d_step. Launched without programmatic dependent launch, so it
+ * waits for everything queued before it (the previous step still reads *d_step). */
+int hz_decode_begin(int32_t token, uint32_t pos, hz_dstep *d_step, void *stream);
+
+/* ---- GEMV with fused prologue and tail -----------------------------------------------------------------
+ * y_s = W_s x (+ b_s) for up to HZ_MGEMV_MAX_SEGS segments of hz_mgemv_seg (as hz_model_gemv), where the
+ * input x of `in` FP16 values is built by every block in shared memory:
+ *   HZ_DGEMV_X_PLAIN    x = the FP16 vector `x`
+ *   HZ_DGEMV_X_RESNORM  the residual add + RMSNorm of hz_model_resnorm, formula for formula:
+ *                         src   = embed row step->token (when `embed`), else h_in
+ *                         h     = src, or fp16(src + delta) with delta from d (FP16) or fp16(acc)
+ *                                 (+ fp16(sigmoid(shared_gate[0]) * shared), rounded, for Qwen)
+ *                         x     = fp16(norm_w * fp16(h * (1 / sqrt(sum(h^2)/in + eps))))
+ *                       block 0 also stores h into h_out and x into x_out (either may be NULL);
+ *                       h_out must not alias h_in (other blocks are still reading it)
+ *   HZ_DGEMV_X_SILU     x = fp16(silu(g) * u) from FP32 g, u (hz_model_silu_mul's formula)
+ * After the wait, block 0 also zeroes `zero[0..zero_n)` (the accumulators the next kernels add into).
+ * Tails, run by the last block to finish once every row is written:
+ *   HZ_DGEMV_TAIL_ROUTE   the router of hz_model_route over segment 0 (FP16 logits, E = its rows)
+ *   HZ_DGEMV_TAIL_ARGMAX  argmax over segment 0 (FP32 output), ties to the lowest row, into *argmax_out
+ * A tail needs `tail_scratch` (hz_decode_tail_bytes, zeroed once before first use; it returns to zero
+ * after every launch). Weights are read once per step, streamed past L1. */
+#define HZ_DGEMV_X_PLAIN 0u
+#define HZ_DGEMV_X_RESNORM 1u
+#define HZ_DGEMV_X_SILU 2u
+#define HZ_DGEMV_TAIL_NONE 0u
+#define HZ_DGEMV_TAIL_ROUTE 1u
+#define HZ_DGEMV_TAIL_ARGMAX 2u
+
+typedef struct hz_dgemv_args {
+    hz_mgemv_seg seg[HZ_MGEMV_MAX_SEGS];
+    uint32_t nseg;
+    uint32_t in;
+    uint32_t x_mode;
+    const uint16_t *x; /* PLAIN */
+    /* RESNORM */
+    const uint16_t *embed;
+    const hz_dstep *step;
+    const uint16_t *h_in;
+    const uint16_t *d;
+    const float *acc;
+    const uint16_t *shared;
+    const uint16_t *shared_gate;
+    const uint16_t *norm_w;
+    float eps;
+    uint16_t *h_out;
+    uint16_t *x_out;
+    /* SILU */
+    const float *g, *u;
+    /* any mode */
+    float *zero;
+    uint32_t zero_n;
+    uint32_t tail;
+    /* TAIL_ROUTE */
+    uint32_t top_k;
+    int norm_topk;
+    uint32_t *ids_out;
+    float *w_out;
+    const void *const *table;
+    const void **rows_out;
+    /* TAIL_ARGMAX */
+    int32_t *argmax_out;
+    void *tail_scratch;
+} hz_dgemv_args;
+
+uint64_t hz_decode_tail_bytes(const hz_decode_dev *dev);
+/* dev NULL: one block per 8 rows (no tails allowed). */
+int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, const hz_klaunch *k);
+
+/* ---- attention of one decode token, q/k norm, RoPE and the KV store included ------------------------------
+ * For the position pos = step->pos: q, k from the FP16 projections (optionally RMSNorm'ed over their
+ * full widths with q_norm / k_norm, two roundings), RoPE with the cos/sin row rope + pos * D (rotate
+ * half, as hz_model_qkv_post); rotated k and plain v stored at row pos of kc / vc (this layer's cache
+ * [max_ctx x kv_heads*D]); then per head softmax(q . k_j / sqrt(D)) over j = 0..pos and
+ * out = fp16(sum_j p_j v_j). Positions are cut into chunks of HZ_DECODE_ATTN_CHUNK, chunk c handled
+ * by split c % splits of the head; each split keeps a running max, sum and FP32 output (online
+ * softmax: p_j = exp(s_j - m) * exp(m - M) / L instead of exp(s_j - M) / L, equal up to FP32
+ * rounding), the last split of a head to finish combines them in split order. The grid is
+ * heads x splits whatever the position (splits from hz_decode_attention_splits for the session's
+ * max_context): blocks with no chunk only check in. `part` holds heads x splits x (D + 2) floats,
+ * `count` heads counters, zeroed once (they return to zero after every launch).
+ * Needs head_dim a multiple of 8, at most 256. */
+#define HZ_DECODE_ATTN_CHUNK 64u
+
+typedef struct hz_dattn_args {
+    const uint16_t *q, *k, *v;
+    const uint16_t *q_norm, *k_norm; /* NULL: no q/k norm */
+    float eps;
+    const float *rope; /* [max_ctx x D] table, row = [cos 0..D/2 | sin 0..D/2] */
+    const hz_dstep *step;
+    uint16_t *kc, *vc;
+    uint16_t *out;
+    float *part;
+    uint32_t *count;
+    uint32_t splits, heads, kv_heads, head_dim;
+} hz_dattn_args;
+
+uint32_t hz_decode_attention_splits(const hz_decode_dev *dev, uint32_t heads, uint32_t max_ctx);
+int hz_decode_attention_supported(uint32_t head_dim);
+int hz_decode_attention(const hz_dattn_args *a, const hz_klaunch *k);
+
+/* ---- the CUDA graph of a step ------------------------------------------------------------------------------
+ * Capture runs on a private stream (other sessions may be queueing on the compute stream meanwhile):
+ * begin_capture creates it and starts a thread-local capture; the caller enqueues exactly one
+ * hz_decode_begin followed by the rest of the step on *capture_stream; end_capture ends it,
+ * instantiates the graph, finds the hz_decode_begin node (the graph's only root) and destroys the
+ * stream. On failure nothing is left behind and the message names the CUDA call. launch writes the
+ * step's token and position into the begin node's parameters, then launches the graph on `stream`. */
+typedef struct hz_decode_graph hz_decode_graph;
+
+int hz_decode_graph_begin_capture(void *compute_stream, void **capture_stream);
+/* Ends a capture begun above; `ok` = 0 when the enqueueing failed (the capture is then discarded and
+ * HZ_OK returned with *out NULL). */
+int hz_decode_graph_end_capture(void *capture_stream, int ok, hz_decode_graph **out);
+int hz_decode_graph_launch(hz_decode_graph *g, int32_t token, uint32_t pos, hz_dstep *d_step, void *stream);
+/* Kernel nodes in the graph (reported in the session stats). */
+uint32_t hz_decode_graph_nodes(const hz_decode_graph *g);
+void hz_decode_graph_destroy(hz_decode_graph *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

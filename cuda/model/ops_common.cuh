@@ -1,0 +1,153 @@
+/* Device helpers shared by the non-routed decode kernels (model_ops.cu, decode_ops.cu): warp and
+ * block reductions, FP16 conversions with the rounding points of doc/numerics.md, the 8-wide FP16 dot
+ * product, programmatic-dependent-launch controls, and the router's softmax + top-k as one block's
+ * work (the same code serves the stand-alone router kernel and the router GEMV's tail, so both select
+ * identically). CUDA only; everything here is internal to one translation unit (anonymous namespace). */
+#ifndef HZ_CUDA_MODEL_OPS_COMMON_CUH
+#define HZ_CUDA_MODEL_OPS_COMMON_CUH
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace {
+
+constexpr int kWarp = 32;
+constexpr uint32_t kRouteMaxExperts = 1024;
+constexpr uint32_t kRouteMaxK = 64;
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = kWarp / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* Block-wide sum or max; every thread gets the result. `red` holds one float per warp (+1). */
+template <bool MAX>
+__device__ float block_reduce(float v, float *red) {
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, nwarps = blockDim.x / kWarp;
+    v = MAX ? warp_max(v) : warp_sum(v);
+    __syncthreads(); /* red may still be read by a previous reduction */
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        float r = lane < nwarps ? red[lane] : (MAX ? -INFINITY : 0.0f);
+        r = MAX ? warp_max(r) : warp_sum(r);
+        if (lane == 0) red[kWarp] = r;
+    }
+    __syncthreads();
+    return red[kWarp];
+}
+
+__device__ __forceinline__ float h2f(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }
+__device__ __forceinline__ uint16_t f2h(float f) { return __half_as_ushort(__float2half_rn(f)); }
+__device__ __forceinline__ float round16(float f) { return __half2float(__float2half_rn(f)); }
+
+/* Eight FP16 weights times eight FP16 activations, added to acc in FP32. */
+__device__ __forceinline__ float dot8(uint4 w, uint4 x, float acc) {
+    const __half2 *wh = reinterpret_cast<const __half2 *>(&w);
+    const __half2 *xh = reinterpret_cast<const __half2 *>(&x);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float2 a = __half22float2(wh[i]), b = __half22float2(xh[i]);
+        acc = fmaf(a.x, b.x, acc);
+        acc = fmaf(a.y, b.y, acc);
+    }
+    return acc;
+}
+
+/* 16 bytes read once per step (weights): streamed past L1 so it keeps the activations. */
+__device__ __forceinline__ uint4 ld_stream(const void *p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+/* Programmatic dependent launch (sm_90). wait: returns once the grid this one depends on has
+ * completed and its writes are visible (at once when launched without the attribute). launch:
+ * lets the next grid of the stream be scheduled; it still waits for this grid before reading. */
+__device__ __forceinline__ void griddep_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void griddep_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+/* Router over E FP16 logits, run by ONE block (any size that is a multiple of 32): softmax in FP32
+ * with the sum added in expert order by one thread (as forward.c), then the top-k of the CPU's
+ * insertion rule (strict >, so ties keep the lower id), i.e. the k largest by (value descending, id
+ * ascending): each thread ranks its experts against all others in parallel. The renormalisation (when
+ * asked) adds the chosen weights in that rank order, as the CPU does. Writes ids_out[k], w_out[k]
+ * sorted by id and, when `table` is given, rows_out[k] = table[id]. Logits are read through L2 (they
+ * may have been written by other blocks of the same grid). `p` is shared memory for E floats, `red`
+ * for 33. */
+__device__ void route_block(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
+                            float *w_out, const void *const *table, const void **rows_out, float *p, float *red,
+                            float *inv_sum) {
+    __shared__ uint32_t sel_id[kRouteMaxK];
+    __shared__ float sel_v[kRouteMaxK];
+    float mx = -INFINITY;
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
+        p[e] = h2f(__ldcg(logits + e));
+        mx = fmaxf(mx, p[e]);
+    }
+    mx = block_reduce<true>(mx, red);
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] = expf(p[e] - mx);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float sum = 0.0f;
+        for (uint32_t e = 0; e < E; e++) sum += p[e];
+        *inv_sum = 1.0f / sum;
+    }
+    __syncthreads();
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] *= *inv_sum;
+    __syncthreads();
+    /* A NaN (from NaN logits) ranks as -inf: the ranks stay a permutation, so every chosen slot is
+     * written and every id is a valid expert. */
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
+        const float v = p[e], kv = v == v ? v : -INFINITY;
+        uint32_t rank = 0;
+        for (uint32_t o = 0; o < E; o++) {
+            const float ko = p[o] == p[o] ? p[o] : -INFINITY;
+            rank += (ko > kv) || (ko == kv && o < e);
+        }
+        if (rank < K) {
+            sel_id[rank] = e;
+            sel_v[rank] = v;
+        }
+    }
+    __syncthreads();
+    if (norm_topk && threadIdx.x == 0) {
+        float sum = 0.0f;
+        for (uint32_t k = 0; k < K; k++) sum += sel_v[k];
+        for (uint32_t k = 0; k < K; k++) sel_v[k] /= sum;
+    }
+    __syncthreads();
+    for (uint32_t k = threadIdx.x; k < K; k += blockDim.x) { /* ascending ids: the executor's order */
+        const uint32_t id = sel_id[k];
+        uint32_t at = 0;
+        for (uint32_t o = 0; o < K; o++) at += sel_id[o] < id;
+        ids_out[at] = id;
+        w_out[at] = sel_v[k];
+        if (table) rows_out[at] = table[id];
+    }
+}
+
+} // namespace
+
+#endif

@@ -1,0 +1,40 @@
+#!/bin/sh
+# scripts/bench end to end on the cpu backend (tiny models, --quick, every step that runs without a GPU,
+# the three transports), its reports checked by check_report.py, then scripts/bench_report.py checked by
+# check_markdown.py (figures recomputed, insertion idempotent).
+# usage: report.sh SOURCE_ROOT BUILD_ROOT CHECK_REPORT_PY CHECK_MARKDOWN_PY
+set -eu
+src=$1 build=$2 check=$3 checkmd=$4
+command -v python3 >/dev/null 2>&1 || { echo "report: python3 not found, skipping"; exit 77; }
+command -v bash >/dev/null 2>&1 || { echo "report: bash not found, skipping"; exit 77; }
+w=$(mktemp -d "${TMPDIR:-/tmp}/hz-bench-report.XXXXXX")
+trap 'rm -rf "$w"' EXIT
+fail() { echo "report: FAIL: $*" >&2; exit 1; }
+
+bash "$src/scripts/bench" --tiny --device cpu --executors reference --quick --build "$build" --work "$w/work" \
+    --out "$w/out" --models olmoe,qwen --steps models,ceilings,peer,sweep,transports,table,report \
+    --transports serial,threaded,registered --transport-residency 4 >"$w/log.txt" 2>&1 ||
+    { tail -40 "$w/log.txt"; fail "scripts/bench exited $?"; }
+tail -12 "$w/log.txt"
+for f in env.json model-olmoe.json model-qwen.json benchmarks-section.md figures.json \
+         bench-olmoe-reference-threaded-quick-tiny.json bench-qwen-reference-threaded-quick-tiny.json \
+         xport-olmoe-reference-c4-serial-quick-tiny.json xport-olmoe-reference-c4-registered-quick-tiny.json; do
+    [ -f "$w/out/$f" ] || fail "scripts/bench left no $f"
+done
+grep -q 'ceilings: SKIPPED (device cpu)' "$w/log.txt" || fail "the ceilings step was not skipped on cpu"
+# The checkpoint is deleted once no peer can use it (no cpu peer): only the artifacts stay.
+[ ! -d "$w/work/tiny/olmoe-ckpt" ] || fail "the checkpoint was kept"
+python3 "$check" "$w/out/bench-olmoe-reference-threaded-quick-tiny.json" --prompts 2 --blocks 1 --tokens 16 \
+    --warmup 4 --resident 4,6,8 --transport threaded
+python3 "$check" "$w/out/xport-olmoe-reference-c4-registered-quick-tiny.json" --prompts 2 --blocks 1 --tokens 16 \
+    --warmup 4 --resident 4 --transport registered
+python3 "$checkmd" --src "$src" --out "$w/out" --work "$w/md"
+
+# --steps clean removes the models; an unknown step is refused.
+bash "$src/scripts/bench" --tiny --device cpu --build "$build" --work "$w/work" --out "$w/out" --steps clean \
+    --models olmoe >/dev/null
+[ ! -f "$w/work/tiny/olmoe.hzq" ] && [ -f "$w/work/tiny/qwen.hzq" ] || fail "clean removed the wrong models"
+if bash "$src/scripts/bench" --steps bogus --out "$w/out" --work "$w/work" >/dev/null 2>&1; then
+    fail "an unknown step was accepted"
+fi
+echo "report: OK"
