@@ -386,7 +386,10 @@ int hz_prefill(hz_session *session, const int32_t *tokens, uint32_t n, int32_t *
 int hz_decode_step(hz_session *session, int32_t token, int32_t *out_next);
 
 /* The FP32 logits of the last token run (vocab_size values), owned by the session, valid until its next
- * call. Errors: HZ_ESTATE before any token was run. */
+ * prefill, decode step or reset. On a cuda session a greedy step leaves the logits on the device: the
+ * first call after a run copies them to the host (the address returned does not change), so even this
+ * read-only-looking call must not overlap another call on the same session.
+ * Errors: HZ_ESTATE before any token was run; HZ_EDEVICE when that copy fails. */
 int hz_session_logits(const hz_session *session, const float **out, uint32_t *out_count);
 
 /* Session counters as JSON: tokens prefilled, decoded, seconds in each. Caller frees. */
