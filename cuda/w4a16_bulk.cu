@@ -111,13 +111,7 @@ __device__ __forceinline__ void lds_raw_pairs(const __half *raw, uint32_t c, uin
         wv[4 * i + 2] = t.z;
         wv[4 * i + 3] = t.w;
     }
-#pragma unroll
-    for (int m = 0; m < 4; m++) {
-        xh[4 * m + 0] = __byte_perm(wv[2 * m], wv[2 * m + 1], 0x5410);
-        xh[4 * m + 1] = __byte_perm(wv[2 * m], wv[2 * m + 1], 0x7632);
-        xh[4 * m + 2] = __byte_perm(wv[8 + 2 * m], wv[9 + 2 * m], 0x5410);
-        xh[4 * m + 3] = __byte_perm(wv[8 + 2 * m], wv[9 + 2 * m], 0x7632);
-    }
+    hz_pairs_from_words(wv, xh);
 }
 
 /* ---- gate_up ------------------------------------------------------------------------------------ */
@@ -556,11 +550,6 @@ int raise_smem_limits(const DeviceInfo &di) {
     return HZ_OK;
 }
 
-void fill_blob_ptrs(const hz_w4a16_args *a, hz_blob_ptrs *ptrs, const uint8_t *const **dev) {
-    for (uint32_t e = 0; e < HZ_W4A16_MAX_EXPERTS; e++)
-        ptrs->p[e] = (a->blobs && e < a->n) ? static_cast<const uint8_t *>(a->blobs[e]) : nullptr;
-    *dev = a->blobs ? nullptr : reinterpret_cast<const uint8_t *const *>(a->blobs_dev);
-}
 
 /* Blob part offsets must keep the bulk copies 16-byte aligned (they are 256-aligned by the format). */
 bool layout_aligned(const hz_expert_layout *l) {
@@ -576,7 +565,7 @@ int hz_w4a16_bulk_gate_up_launch(const hz_w4a16_args *a, void *stream) {
     if (st != HZ_OK) return st;
     if (!di.ok || !layout_aligned(l)) return kHzBulkNotApplicable;
     BulkGuParams p;
-    fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
+    hz_fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
     p.x = static_cast<const __half *>(a->x);
     p.inter = static_cast<__half *>(a->scratch);
     p.gate_q = l->gate_q;
@@ -614,7 +603,7 @@ int hz_w4a16_bulk_down_launch(const hz_w4a16_args *a, void *stream) {
     if (st != HZ_OK) return st;
     if (!di.ok || !layout_aligned(l) || a->n > 32u) return kHzBulkNotApplicable;
     BulkDnParams p;
-    fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
+    hz_fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
     p.inter = static_cast<const __half *>(a->scratch);
     p.weights = a->weights;
     p.y = static_cast<__half *>(a->y);
@@ -653,7 +642,7 @@ int hz_w4a16_bulk_fused_launch(const hz_w4a16_args *a, void *stream) {
     if (st != HZ_OK) return st;
     if (!di.ok || !layout_aligned(l) || di.sms <= 0) return kHzBulkNotApplicable;
     BulkFusedParams p;
-    fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
+    hz_fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
     p.x = static_cast<const __half *>(a->x);
     p.inter = static_cast<__half *>(a->scratch);
     p.weights = a->weights;

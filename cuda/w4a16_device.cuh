@@ -24,6 +24,14 @@ struct hz_blob_ptrs {
     const uint8_t *p[HZ_W4A16_MAX_EXPERTS];
 };
 
+/* Host side: the call's blob addresses into the kernel parameters (host array given), or the device
+ * array to read them from (*dev, when args->blobs is NULL). */
+static inline void hz_fill_blob_ptrs(const hz_w4a16_args *a, hz_blob_ptrs *ptrs, const uint8_t *const **dev) {
+    for (uint32_t e = 0; e < HZ_W4A16_MAX_EXPERTS; e++)
+        ptrs->p[e] = (a->blobs && e < a->n) ? static_cast<const uint8_t *>(a->blobs[e]) : nullptr;
+    *dev = a->blobs ? nullptr : reinterpret_cast<const uint8_t *const *>(a->blobs_dev);
+}
+
 static __device__ __forceinline__ const uint8_t *hz_blob(const hz_blob_ptrs &ptrs, const uint8_t *const *dev, int e) {
     return dev ? dev[e] : ptrs.p[e];
 }
@@ -163,6 +171,17 @@ static __device__ __forceinline__ void hz_expand_pairs(uint4 q, uint32_t (&h)[16
     }
 }
 
+/* 32 FP16 values in plain order (16 words, two values each) rearranged into the expansion's pair order. */
+static __device__ __forceinline__ void hz_pairs_from_words(const uint32_t (&wv)[16], uint32_t (&xh)[16]) {
+#pragma unroll
+    for (int m = 0; m < 4; m++) {
+        xh[4 * m + 0] = __byte_perm(wv[2 * m], wv[2 * m + 1], 0x5410);
+        xh[4 * m + 1] = __byte_perm(wv[2 * m], wv[2 * m + 1], 0x7632);
+        xh[4 * m + 2] = __byte_perm(wv[8 + 2 * m], wv[9 + 2 * m], 0x5410);
+        xh[4 * m + 3] = __byte_perm(wv[8 + 2 * m], wv[9 + 2 * m], 0x7632);
+    }
+}
+
 /* The 32 FP16 activations of chunk c (zero past len) in pair order. kL2Only as hz_load_act_chunk. */
 template <bool kL2Only>
 static __device__ __forceinline__ void hz_load_act_pairs(const __half *v, uint32_t len, uint32_t c, uint32_t (&xh)[16]) {
@@ -188,13 +207,7 @@ static __device__ __forceinline__ void hz_load_act_pairs(const __half *v, uint32
             wv[i] = b0 | (b1 << 16);
         }
     }
-#pragma unroll
-    for (int m = 0; m < 4; m++) {
-        xh[4 * m + 0] = __byte_perm(wv[2 * m], wv[2 * m + 1], 0x5410);
-        xh[4 * m + 1] = __byte_perm(wv[2 * m], wv[2 * m + 1], 0x7632);
-        xh[4 * m + 2] = __byte_perm(wv[8 + 2 * m], wv[9 + 2 * m], 0x5410);
-        xh[4 * m + 3] = __byte_perm(wv[8 + 2 * m], wv[9 + 2 * m], 0x7632);
-    }
+    hz_pairs_from_words(wv, xh);
 }
 
 /* d += A * B for one m16n8k16 tile (row-major A, column-major B, FP32 accumulators). */

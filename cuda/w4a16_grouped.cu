@@ -374,11 +374,6 @@ __global__ void __launch_bounds__(kDnWarps * 32) hz_down_mma_kernel(const __grid
     }
 }
 
-void fill_ptrs(const hz_w4a16_args *a, hz_blob_ptrs *ptrs, const uint8_t *const **dev) {
-    for (uint32_t e = 0; e < HZ_W4A16_MAX_EXPERTS; e++)
-        ptrs->p[e] = (a->blobs && e < a->n) ? static_cast<const uint8_t *>(a->blobs[e]) : nullptr;
-    *dev = a->blobs ? nullptr : reinterpret_cast<const uint8_t *const *>(a->blobs_dev);
-}
 
 template <int CPL, int BATCH>
 cudaError_t launch_gate_up(const GateUpParams &p, unsigned blocks, cudaStream_t s) {
@@ -419,7 +414,7 @@ extern "C" int hz_w4a16_grouped_gate_up_launch(const hz_w4a16_args *a, void *str
         if (st != kHzBulkNotApplicable) return st;
     }
     GateUpParams p;
-    fill_ptrs(a, &p.ptrs, &p.blobs_dev);
+    hz_fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
     p.x = static_cast<const __half *>(a->x);
     p.inter = static_cast<__half *>(a->scratch);
     p.gate_q = l->gate_q;
@@ -471,7 +466,7 @@ extern "C" int hz_w4a16_grouped_down_launch(const hz_w4a16_args *a, void *stream
     }
     const int batch = cpl == 1 ? 8 : cpl == 2 ? 4 : 2;
     DownParams p;
-    fill_ptrs(a, &p.ptrs, &p.blobs_dev);
+    hz_fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
     p.inter = static_cast<const __half *>(a->scratch);
     p.weights = a->weights;
     p.y = static_cast<__half *>(a->y);

@@ -13,6 +13,7 @@
 
 #include <cublas_v2.h>
 
+#include "ops_common.cuh"
 #include "prefill_ops.cuh"
 #include "w4a16_device.cuh"
 
@@ -22,13 +23,10 @@ extern "C" {
 
 namespace {
 
-constexpr int kWarp = 32;
 constexpr int kNormThreads = 256;
 constexpr int kAttnThreads = 256;
 constexpr int kAttnMaxQ = 8;
 constexpr int kRouteThreads = 256;
-constexpr uint32_t kRouteMaxExperts = 1024;
-constexpr uint32_t kRouteMaxK = 64;
 constexpr int kBucketThreads = 1024;
 constexpr uint32_t kBucketMaxExperts = 1024;
 constexpr size_t kDefaultSmem = 48u * 1024u;
@@ -48,40 +46,6 @@ int cuda_failed(cudaError_t e, const char *call) {
 int blas_failed(cublasStatus_t s, const char *call) {
     return hz_error(HZ_EDEVICE, "prefill: %s failed: %s (%s)", call, cublasGetStatusName(s), cublasGetStatusString(s));
 }
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-    for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-    for (int o = kWarp / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-
-/* Block-wide sum or max, every thread gets the result; model_ops.cu's reduction (same order for
- * the same block size). `red` holds one float per warp (+1). */
-template <bool MAX>
-__device__ float block_reduce(float v, float *red) {
-    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, nwarps = blockDim.x / kWarp;
-    v = MAX ? warp_max(v) : warp_sum(v);
-    __syncthreads(); /* red may still be read by a previous reduction */
-    if (lane == 0) red[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        float r = lane < nwarps ? red[lane] : (MAX ? -INFINITY : 0.0f);
-        r = MAX ? warp_max(r) : warp_sum(r);
-        if (lane == 0) red[kWarp] = r;
-    }
-    __syncthreads();
-    return red[kWarp];
-}
-
-__device__ __forceinline__ float h2f(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }
-__device__ __forceinline__ uint16_t f2h(float f) { return __half_as_ushort(__float2half_rn(f)); }
-__device__ __forceinline__ float round16(float f) { return __half2float(__float2half_rn(f)); }
 
 /* ---- residual + RMSNorm, one block per row --------------------------------------------------------- */
 
