@@ -83,21 +83,6 @@ __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
-/* cp.async.wait_group with a run-time count (the instruction takes an immediate). */
-__device__ __forceinline__ void cp_async_wait_n(uint32_t n) {
-    switch (n) {
-    case 0: cp_async_wait<0>(); break;
-    case 1: cp_async_wait<1>(); break;
-    case 2: cp_async_wait<2>(); break;
-    case 3: cp_async_wait<3>(); break;
-    case 4: cp_async_wait<4>(); break;
-    case 5: cp_async_wait<5>(); break;
-    case 6: cp_async_wait<6>(); break;
-    case 7: cp_async_wait<7>(); break;
-    default: cp_async_wait<8>(); break;
-    }
-}
-
 /* The 32 FP16 values of chunk c of a vector staged raw (plain FP16 order) in shared memory, in the
  * tensor-core expansion's pair order (the same permutation as hz_load_act_pairs). */
 __device__ __forceinline__ void lds_raw_pairs(const __half *raw, uint32_t c, uint32_t (&xh)[16]) {
@@ -317,7 +302,7 @@ __device__ __forceinline__ uint32_t swz(uint32_t row, uint32_t chunk) { return c
  * copies exactly the bytes it computes on (LDGSTS, 16 bytes per lane and step; cp.async group 0: its
  * gate_up items, group 1: its down items), so its math starts as soon as its own bytes are in, while
  * the rest of the layer still streams. Every item keeps a private copy of its tile's scale rows. */
-template <int kWarps, int kSplit, uint32_t kStages>
+template <int kWarps, int kSplit>
 __global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_constant__ BulkFusedParams p) {
     extern __shared__ __align__(128) uint8_t sm[];
     /* The next kernel of the step (launched with programmatic dependent launch) may start its own
@@ -332,38 +317,31 @@ __global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_co
     const uint32_t gu_count = gu_first < gu_total ? min(p.gu_per_block, gu_total - gu_first) : 0u;
     const uint32_t dn_count = dn_first < p.dn_tiles ? min(p.dn_per_block, p.dn_tiles - dn_first) : 0u;
 
-    /* 1. This warp's copies: its gate_up item (at most one per warp: the launcher checks) in kStages
-     * K stages, one cp.async group each, then its down items in one more group. Every warp commits the
-     * same number of groups, so the waits below count alike. Stage s of every SM is requested before
-     * stage s + 1 of any, so each SM's first stages land early and its math overlaps the stream. */
+    /* 1. This warp's copies: its gate_up item (at most one per warp: the launcher checks) as one
+     * cp.async group, then its down items as a second. Every warp commits both groups, so the waits
+     * below count alike. */
     const uint32_t gq = warp % kSplit, gk = warp / kSplit;
     const uint32_t g_tile = gu_first + gk, g_e = g_tile / p.gu_tiles, g_i0 = (g_tile % p.gu_tiles) * kGuTileRows;
     const uint32_t g_rows = (warp < gu_count * kSplit && g_i0 < p.inter_n) ? min(kGuTileRows, p.inter_n - g_i0) : 0u;
     const uint32_t pb0 = gq * h_nb / kSplit, pb1 = (gq + 1u) * h_nb / kSplit; /* this part's 256-blocks */
     uint8_t *g_base = sm + p.off_gu + gk * p.gu_tile_bytes;
-#pragma unroll 1
-    for (uint32_t st = 0; st < kStages; st++) {
-        if (g_rows) {
-            const uint8_t *blob = hz_blob(p.ptrs, p.blobs_dev, (int)g_e);
-            const uint32_t b0 = pb0 + st * (pb1 - pb0) / kStages, b1 = pb0 + (st + 1u) * (pb1 - pb0) / kStages;
-            const uint32_t c0 = 8u * b0, cpr = 8u * (b1 - b0);
-            for (uint32_t c = lane; c < 2u * g_rows * cpr; c += 32u) {
-                const uint32_t proj = c / (g_rows * cpr), rem = c % (g_rows * cpr), rr = rem / cpr, ch = c0 + rem % cpr;
-                cp_async16(g_base + proj * kGuTileRows * h_row + rr * h_row + 16u * swz(rr, ch),
-                           blob + (proj ? p.up_q : p.gate_q) + (uint64_t)(g_i0 + rr) * h_row + 16u * ch);
-            }
-            if (st == 0) {
-                const uint32_t sc = round_up(g_rows * h_nb * 2u, 16u) / 16u;
-                uint8_t *sdst = g_base + 2u * kGuTileRows * h_row + gq * 2u * p.gu_sc_bytes;
-                for (uint32_t c = lane; c < 2u * sc; c += 32u) {
-                    const uint32_t proj = c / sc, off = 16u * (c % sc);
-                    cp_async16(sdst + proj * p.gu_sc_bytes + off,
-                               blob + (proj ? p.up_s : p.gate_s) + (uint64_t)g_i0 * h_nb * 2u + off);
-                }
-            }
+    if (g_rows) {
+        const uint8_t *blob = hz_blob(p.ptrs, p.blobs_dev, (int)g_e);
+        const uint32_t c0 = 8u * pb0, cpr = 8u * (pb1 - pb0);
+        for (uint32_t c = lane; c < 2u * g_rows * cpr; c += 32u) {
+            const uint32_t proj = c / (g_rows * cpr), rem = c % (g_rows * cpr), rr = rem / cpr, ch = c0 + rem % cpr;
+            cp_async16(g_base + proj * kGuTileRows * h_row + rr * h_row + 16u * swz(rr, ch),
+                       blob + (proj ? p.up_q : p.gate_q) + (uint64_t)(g_i0 + rr) * h_row + 16u * ch);
         }
-        cp_async_commit();
+        const uint32_t sc = round_up(g_rows * h_nb * 2u, 16u) / 16u;
+        uint8_t *sdst = g_base + 2u * kGuTileRows * h_row + gq * 2u * p.gu_sc_bytes;
+        for (uint32_t c = lane; c < 2u * sc; c += 32u) {
+            const uint32_t proj = c / sc, off = 16u * (c % sc);
+            cp_async16(sdst + proj * p.gu_sc_bytes + off,
+                       blob + (proj ? p.up_s : p.gate_s) + (uint64_t)g_i0 * h_nb * 2u + off);
+        }
     }
+    cp_async_commit();
     for (uint32_t item = warp; item < dn_count * p.n * kSplit; item += kWarps) {
         const uint32_t u = item / kSplit, q = item % kSplit;
         const uint32_t r = u / p.n, e = u % p.n, j0 = (dn_first + r) * kDnTileRows;
@@ -395,14 +373,11 @@ __global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_co
         const __half *sup = reinterpret_cast<const __half *>(scb + p.gu_sc_bytes) + r * h_nb;
         const uint8_t *qg = g_base + r * h_row, *qu = qg + kGuTileRows * h_row;
         float d[4][4] = {};
-#pragma unroll 1
-        for (uint32_t st = 0; st < kStages; st++) {
-            cp_async_wait_n(kStages - st); /* this lane's stage st landed (later stages and down pending) */
-            __syncwarp();                  /* ... and every lane's of this warp is visible */
-            if (!g_rows) continue;
-            const uint32_t b0 = pb0 + st * (pb1 - pb0) / kStages, b1 = pb0 + (st + 1u) * (pb1 - pb0) / kStages;
+        cp_async_wait<1>(); /* this lane's gate_up copies landed (the down group may still run) ... */
+        __syncwarp();       /* ... and every lane's of this warp are visible */
+        if (g_rows) {
 #pragma unroll 2
-            for (uint32_t s = 2u * b0; s < 2u * b1; s++) {
+            for (uint32_t s = 2u * pb0; s < 2u * pb1; s++) {
                 const uint32_t ch = 16u * swz(r, 4u * s + t);
                 const uint4 a = *reinterpret_cast<const uint4 *>(qg + ch);
                 const uint4 b = *reinterpret_cast<const uint4 *>(qu + ch);
@@ -495,12 +470,12 @@ struct DeviceInfo {
     int smem_optin;  /* most dynamic shared memory per block */
 };
 
-/* The fused kernel as launched: 16 warps, each gate_up tile's K split over two warps, one copy stage.
+/* The fused kernel as launched: 16 warps, each gate_up tile's K split over two warps, one copy group.
  * Chosen on the H200 (2026-11-29, tests/gpu/bench_w4a16) among 8/16/32 warps, K split 1/2/4, 1/2/4/8
  * copy stages and bulk-copy (TMA) against LDGSTS copies: OLMoE layer 16.9-20.1 us, Qwen 14.0-18.5 us,
  * this one the fastest or within 0.4 us of it for both shapes. */
 constexpr int kFusedWarpsUsed = 16, kFusedSplitUsed = 2;
-#define HZ_FUSED_KERNEL bulk_fused_kernel<kFusedWarpsUsed, kFusedSplitUsed, 1u>
+#define HZ_FUSED_KERNEL bulk_fused_kernel<kFusedWarpsUsed, kFusedSplitUsed>
 
 
 std::atomic<int> g_info_state{0}; /* 0 unknown, 1 known */
