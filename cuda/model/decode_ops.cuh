@@ -46,6 +46,18 @@ typedef struct hz_klaunch {
     int pdl;
 } hz_klaunch;
 
+/* A byte range a later kernel of the step will read (weights), pulled into L2 while an earlier,
+ * latency-bound kernel runs so that the later one reads it from L2 instead of HBM. A kernel given
+ * ranges spreads them over its blocks as bulk L2 prefetches (sm_90; a no-op elsewhere) at its very
+ * start, before it waits for the previous kernel. Only a hint: results never depend on it. Starts
+ * must be 16-byte aligned; bytes == 0 marks an unused slot. */
+#define HZ_L2PF_MAX 4
+
+typedef struct hz_l2pf {
+    const void *p;
+    uint64_t bytes;
+} hz_l2pf;
+
 /* Device facts the launch shapes depend on, read once (hz_decode_device_info). The grids of the
  * GEMV and attention kernels are functions of these and of the tensor shapes only, never of the
  * position, so an eager step and a replayed graph run exactly the same blocks. */
@@ -125,6 +137,8 @@ typedef struct hz_dgemv_args {
     /* TAIL_ARGMAX */
     int32_t *argmax_out;
     void *tail_scratch;
+    /* any mode: ranges to prefetch into L2 (see hz_l2pf) */
+    hz_l2pf pf[HZ_L2PF_MAX];
 } hz_dgemv_args;
 
 uint64_t hz_decode_tail_bytes(const hz_decode_dev *dev);
@@ -157,6 +171,7 @@ typedef struct hz_dattn_args {
     float *part;
     uint32_t *count;
     uint32_t splits, heads, kv_heads, head_dim;
+    hz_l2pf pf[HZ_L2PF_MAX]; /* ranges to prefetch into L2 (see hz_l2pf) */
 } hz_dattn_args;
 
 uint32_t hz_decode_attention_splits(const hz_decode_dev *dev, uint32_t heads, uint32_t max_ctx);

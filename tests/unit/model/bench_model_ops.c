@@ -770,12 +770,19 @@ static int write_model(const char *path, const hz_model_config *cfg) {
     return hz_artifact_writer_finish(w, NULL);
 }
 
-/* Greedy steps through the public API; ms per step over [from, from + n) after running up to `from`. */
-static double time_steps(hz_session *s, uint32_t from, uint32_t n, int32_t *tok) {
+/* Greedy steps through the public API; ms per step over [from, from + n) after running up to `from`.
+ * Every token produced is folded into *trace (FNV-1a), so runs can be compared for identical output. */
+static double time_steps(hz_session *s, uint32_t from, uint32_t n, int32_t *tok, uint64_t *trace) {
     int st = HZ_OK;
-    while (hz_session_position(s) < from && !st) st = hz_decode_step(s, *tok, tok);
+    while (hz_session_position(s) < from && !st) {
+        st = hz_decode_step(s, *tok, tok);
+        *trace = (*trace ^ (uint32_t)*tok) * 0x100000001b3ull;
+    }
     double t0 = hz_now_seconds();
-    for (uint32_t i = 0; i < n && !st; i++) st = hz_decode_step(s, *tok, tok);
+    for (uint32_t i = 0; i < n && !st; i++) {
+        st = hz_decode_step(s, *tok, tok);
+        *trace = (*trace ^ (uint32_t)*tok) * 0x100000001b3ull;
+    }
     double dt = hz_now_seconds() - t0;
     if (st) {
         printf("FAIL: decode step: %s\n", hz_last_error_message());
@@ -824,6 +831,39 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
         int graph, pdl;
     } modes[3] = {{"graph + pdl", 1, 1}, {"eager + pdl", 0, 1}, {"eager", 0, 0}};
     double graph_ms[2] = {0, 0};
+    /* HZ_BENCH_PLANS="off;A=or,R=qkv;...": graph + pdl steps under each L2 prefetch plan (l2plan.h)
+     * instead of the three launch modes, tokens compared across plans, no kernel breakdown. */
+    const char *plans = getenv("HZ_BENCH_PLANS");
+    if (plans && *plans && !bad) {
+        char list[1024];
+        snprintf(list, sizeof list, "%s", plans);
+        uint64_t first = 0;
+        int n = 0;
+        for (char *save = NULL, *pl = strtok_r(list, ";", &save); pl && !bad; pl = strtok_r(NULL, ";", &save), n++) {
+            setenv("HZ_DECODE_L2PF", pl, 1);
+            hz_session *s = NULL;
+            hz_session_options so;
+            hz_session_options_init(&so);
+            so.max_context = 2048;
+            if (hz_session_create(m, &so, &s)) {
+                printf("FAIL: session: %s\n", hz_last_error_message());
+                bad = 1;
+                break;
+            }
+            int32_t tok = 1;
+            uint64_t trace = 0xcbf29ce484222325ull;
+            const double a = time_steps(s, 32, nsteps, &tok, &trace);
+            const double b2 = time_steps(s, 1024 - nsteps / 2, nsteps, &tok, &trace);
+            if (n == 0) first = trace;
+            const int same = trace == first;
+            if (a < 0 || b2 < 0 || !same) bad = 1;
+            printf("  plan %-22s pos 32..%u %.3f ms/step = %7.1f tok/s | pos ~1024 %.3f ms/step = %7.1f tok/s | tokens %s\n",
+                   pl, 32 + nsteps, a, 1e3 / a, b2, 1e3 / b2, same ? "identical" : "DIFFER");
+            hz_session_destroy(s);
+        }
+        unsetenv("HZ_DECODE_L2PF");
+        goto done;
+    }
     for (int md = 0; md < 3 && !bad; md++) {
         hz_session *s = NULL;
         hz_session_options so;
@@ -837,8 +877,9 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
             break;
         }
         int32_t tok = 1;
-        double a = time_steps(s, 32, nsteps, &tok);
-        double b2 = time_steps(s, 1024 - nsteps / 2, nsteps, &tok);
+        uint64_t trace = 0;
+        double a = time_steps(s, 32, nsteps, &tok, &trace);
+        double b2 = time_steps(s, 1024 - nsteps / 2, nsteps, &tok, &trace);
         char *js = NULL;
         const char *path_s = "?";
         char dp[64] = "?";
@@ -871,6 +912,7 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
         double sums[2];
         nonrouted_breakdown(&cfg, pos, 2, sums, graph_ms, 2048, reps);
     }
+done:
     if (m && hz_model_destroy(m)) bad = 1;
     if (c && hz_cache_destroy(c)) bad = 1;
     if (d && hz_device_close(d)) bad = 1;
