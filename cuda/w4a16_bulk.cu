@@ -308,6 +308,9 @@ __global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_co
     /* The next kernel of the step (launched with programmatic dependent launch) may start its own
      * weight loads as our blocks retire; it waits for this grid before reading anything we write. */
     hz_griddep_launch_dependents();
+    /* Launched with programmatic dependent launch (HZ_W4A16_PDL), this grid is placed while the
+     * router still runs; everything below reads its results (blob addresses, x, weights, acc). */
+    hz_griddep_wait();
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u;
     uint32_t *xs = reinterpret_cast<uint32_t *>(sm + p.off_x);
     const uint32_t h_row = p.hkp / 2u, h_nb = p.hkp / HZ_QBLOCK;
@@ -480,7 +483,8 @@ constexpr int kFusedWarpsUsed = 16, kFusedSplitUsed = 2;
 
 std::atomic<int> g_info_state{0}; /* 0 unknown, 1 known */
 DeviceInfo g_info;
-std::atomic<int> g_attr_set{0};   /* the kernels' shared-memory limits were raised */
+std::atomic<int> g_attr_set{0};          /* the kernels' shared-memory limits were raised */
+std::atomic<int> g_coop_pdl_refused{0};  /* cooperative + programmatic launch refused once: not asked again */
 
 int device_info(DeviceInfo *out) {
     if (g_info_state.load(std::memory_order_acquire) == 1) {
@@ -678,12 +682,23 @@ int hz_w4a16_bulk_fused_launch(const hz_w4a16_args *a, void *stream) {
     cfg.blockDim = dim3(kFusedWarpsUsed * 32);
     cfg.dynamicSmemBytes = p.smem_bytes;
     cfg.stream = static_cast<cudaStream_t>(stream);
-    cudaLaunchAttribute attr[1];
+    cudaLaunchAttribute attr[2];
     attr[0].id = cudaLaunchAttributeCooperative;
     attr[0].val.cooperative = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    /* A driver that refuses the two attributes together gets the cooperative launch alone (the
+     * grid then starts after the previous kernel, as without HZ_W4A16_PDL); remembered per process. */
+    const bool pdl = (a->flags & HZ_W4A16_PDL) && !g_coop_pdl_refused.load(std::memory_order_relaxed);
+    cfg.numAttrs = pdl ? 2 : 1;
     e = cudaLaunchKernelEx(&cfg, HZ_FUSED_KERNEL, p);
+    if (e != cudaSuccess && pdl && e != cudaErrorLaunchFailure && e != cudaErrorIllegalAddress) {
+        (void)cudaGetLastError();
+        g_coop_pdl_refused.store(1, std::memory_order_relaxed);
+        cfg.numAttrs = 1;
+        e = cudaLaunchKernelEx(&cfg, HZ_FUSED_KERNEL, p);
+    }
     if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped (bulk fused)", "cudaLaunchKernelEx");
     return HZ_OK;
 }

@@ -1,6 +1,21 @@
 /* The decode step's attention kernel: q/k norm, RoPE and the KV store of the current position, then
  * split (flash-decoding) attention over the cached positions (see hz_decode_attention in
- * decode_ops.cuh for the contract). */
+ * decode_ops.cuh for the contract).
+ *
+ * Batch 1 means tiny work (pos x D per head) behind a chain of dependent steps, so the kernel is
+ * shaped for latency:
+ *   - only the splits that have work take part: nact = min(splits, chunks), chunk c going to split
+ *     c % nact (the others leave at once), except that up to kSoloChunks chunks stay in one block,
+ *     which then writes `out` itself, with no partial results, fence or counter;
+ *   - the cached K/V rows of a block's first kStages chunks are copied into shared memory (cp.async)
+ *     before the wait on the q/k/v projection, rows of later chunks pulled into L2; the rope row and
+ *     the norm weights are loaded then too. After the wait, q, k and v are read in one round trip,
+ *     both q/k norm sums of squares reduced by one barrier, and the rows kept in shared memory;
+ *   - per chunk: two barriers. Scores go to shared memory; then every warp finds the chunk's maximum
+ *     itself and each thread folds its own positions into running (l, o) partials, which are summed
+ *     over the block once, after the last chunk;
+ *   - the lanes per K row are a compile-time constant, so the score pass is straight-line code with
+ *     all its loads and shuffles in flight together. */
 #include <cmath>
 #include <cstring>
 
@@ -10,45 +25,97 @@
 
 namespace {
 
-constexpr int kAttnThreads = 128;
+constexpr uint32_t kThreads = 256;
+constexpr uint32_t kWarps = kThreads / kWarp;
+constexpr uint32_t kMaxD = 256;         /* hz_decode_attention_supported */
 constexpr uint32_t kChunk = HZ_DECODE_ATTN_CHUNK;
+constexpr int kStages = 2;              /* chunk buffers (K and V rows) in shared memory */
+/* Positions 0..127 (two chunks) take one block per head: its second chunk costs less than the combine
+ * (partials, fence, counter, the last block's reads), measured on an H200; from three chunks on, one
+ * chunk per block wins (the combine does not grow with the splits). */
+constexpr uint32_t kSoloChunks = 2;
+constexpr uint32_t kPrefetchChunks = 4; /* further chunks of a split pulled into L2 before the wait */
+constexpr int kLd = 4;                  /* 16-byte loads in flight per thread in the prologue */
+/* After the last chunk a buffer holds the value partials of the position groups: ng x D floats,
+ * ng = threads / (D / 8), so at most threads x 8 floats. */
+constexpr uint32_t kVpartHalves = kThreads * 8u * 2u;
 
 struct dattn_params {
     hz_dattn_args a;
     float scale;
-    uint32_t group; /* query heads per KV head */
-    uint32_t nc;    /* 16-byte chunks per head row (D / 8) */
-    uint32_t lpr;   /* lanes per row in the score pass: nc rounded up to a power of two */
-    uint32_t ng;    /* position groups in the V pass: threads / nc */
+    uint32_t group;      /* query heads per KV head */
+    uint32_t nc;         /* 16-byte pieces per head row (D / 8) */
+    uint32_t ng;         /* position groups of the value pass: threads / nc */
+    uint32_t buf_halves; /* one chunk buffer: 2 x kChunk rows of D, at least kVpartHalves */
+    int vec;             /* q, k, v 16-byte aligned */
 };
 
-/* q or k of one head, RMSNorm'ed over the full width (when nw) and rotated: rows of D FP16-exact
- * floats into dst. The formulas are hz_model_qkv_post's. */
-__device__ void norm_rope(const uint16_t *x, const uint16_t *nw, float inv, const float *cs, uint32_t head,
-                          uint32_t D, float *dst) {
-    const uint32_t half = D / 2u;
-    for (uint32_t i = threadIdx.x; i < half; i += blockDim.x) {
-        const uint32_t i0 = head * D + i, i1 = i0 + half;
-        float x0 = h2f(x[i0]), x1 = h2f(x[i1]);
-        if (nw) {
-            x0 = round16(__fmul_rn(h2f(nw[i0]), round16(__fmul_rn(x0, inv))));
-            x1 = round16(__fmul_rn(h2f(nw[i1]), round16(__fmul_rn(x1, inv))));
-        }
-        const float c = cs[i], s = cs[half + i];
-        dst[i] = round16(__fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s)));
-        dst[i + half] = round16(__fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s)));
+/* cp.async (sm_80+): a 16-byte global -> shared copy that completes in the background; elsewhere a
+ * plain copy. Completion is per thread (wait_group); a barrier then publishes it to the block. */
+__device__ __forceinline__ void cp_async16(void *dst, const void *src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+#else
+    *static_cast<uint4 *>(dst) = __ldcg(static_cast<const uint4 *>(src));
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+/* Waits until at most N of this thread's committed groups are still in flight. */
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
+/* Cached rows [j0, j0 + rows) of one KV head into a chunk buffer: K rows at buf, V rows at
+ * buf + kChunk * D (row r at r * D). Thread (g, ci) copies piece ci of rows g, g + ng, ... Only rows
+ * below pos: those were written by earlier steps and may be read before the wait. */
+__device__ __forceinline__ void stage_chunk(const uint16_t *kh, const uint16_t *vh, uint32_t kv_width, uint32_t nc,
+                                            uint32_t g, uint32_t ci, uint32_t ng, uint32_t j0, uint32_t rows,
+                                            uint16_t *buf) {
+    const uint32_t D = nc * 8u;
+    if (g >= ng) return; /* threads past the last whole group */
+    for (uint32_t r = g; r < rows; r += ng) {
+        cp_async16(buf + r * D + ci * 8u, kh + (size_t)(j0 + r) * kv_width + ci * 8u);
+        cp_async16(buf + (kChunk + r) * D + ci * 8u, vh + (size_t)(j0 + r) * kv_width + ci * 8u);
     }
 }
 
-/* 1 / sqrt(mean(x^2) + eps) over n FP16 values (the q/k norm's factor). */
-__device__ float rms_inv(const uint16_t *x, uint32_t n, float eps, float *red) {
-    float ss = 0.0f;
-    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
-        const float v = h2f(x[i]);
+/* The same rows into L2 only (a hint for chunks beyond the shared buffers). */
+__device__ void prefetch_chunk(const uint16_t *kh, const uint16_t *vh, uint32_t kv_width, uint32_t D, uint32_t j0,
+                               uint32_t rows) {
+    const uint32_t lines = (D * 2u + 127u) / 128u;
+    for (uint32_t t = threadIdx.x; t < 2u * lines * rows; t += blockDim.x) {
+        const uint32_t r = t / (2u * lines), l = t % (2u * lines);
+        const uint16_t *base = (l < lines ? kh : vh) + (size_t)(j0 + r) * kv_width;
+        prefetch_l2(reinterpret_cast<const char *>(base) + (l % lines) * 128u);
+    }
+}
+
+/* Eight FP16 values (16-byte aligned when vec), through L2: written by the previous grid. */
+__device__ __forceinline__ uint4 ld8(const uint16_t *x, bool vec) {
+    if (vec) return __ldcg(reinterpret_cast<const uint4 *>(x));
+    uint4 r;
+    uint16_t *rh = reinterpret_cast<uint16_t *>(&r);
+#pragma unroll
+    for (int k = 0; k < 8; k++) rh[k] = __ldcg(x + k);
+    return r;
+}
+
+__device__ __forceinline__ float sumsq8(uint4 x, float ss) {
+    const uint16_t *xh = reinterpret_cast<const uint16_t *>(&x);
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const float v = h2f(xh[k]);
         ss = fmaf(v, v, ss);
     }
-    ss = block_reduce<false>(ss, red);
-    return 1.0f / sqrtf(ss / (float)n + eps);
+    return ss;
 }
 
 __device__ __forceinline__ float dot8f(uint4 k, const float (&q)[8], float acc) {
@@ -62,193 +129,321 @@ __device__ __forceinline__ float dot8f(uint4 k, const float (&q)[8], float acc) 
     return acc;
 }
 
-/* Scores of the cached positions [j0, jc) of one chunk into sc[j - j0]: a row of D values is read by
- * lpr lanes (16 bytes each), so a warp covers 32 / lpr rows per pass, four passes in flight. */
-__device__ void chunk_scores(const dattn_params &p, const uint16_t *kh, uint32_t kv_width, const float (&qr)[8],
-                             uint32_t j0, uint32_t jc, float *sc) {
-    constexpr int kU = 4;
-    const uint32_t lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, nwarps = blockDim.x / kWarp;
-    const uint32_t lpr = p.lpr, rows = kWarp / lpr, sub = lane / lpr, li = lane % lpr;
-    const bool active = li < p.nc;
-    for (uint32_t base = j0 + warp * rows; base < jc; base += nwarps * rows * kU) {
-        uint4 kv[kU];
+/* RoPE (rotate half) of one pair of a head row, RMSNorm'ed first when norm: hz_model_qkv_post's
+ * formulas, outputs FP16-exact. */
+__device__ __forceinline__ void norm_rope_pair(float x0, float x1, bool norm, float w0, float w1, float inv, float c,
+                                               float s, float &y0, float &y1) {
+    if (norm) {
+        x0 = round16(__fmul_rn(w0, round16(__fmul_rn(x0, inv))));
+        x1 = round16(__fmul_rn(w1, round16(__fmul_rn(x1, inv))));
+    }
+    y0 = round16(__fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s)));
+    y1 = round16(__fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s)));
+}
+
+/* Scores of the nj positions of one chunk (rows of kb) into sc[r]. A row is read by LPR lanes
+ * (16 bytes each; LPR = nc rounded up to a power of two, at least 8), so a warp covers 32 / LPR rows
+ * per pass and every pass of the chunk is in flight at once. */
+template <uint32_t LPR>
+__device__ __forceinline__ void chunk_scores(const uint4 *kb, uint32_t nc, float scale, const float (&qr)[8],
+                                             uint32_t nj, float *sc) {
+    constexpr uint32_t rows = kWarp / LPR, passes = kChunk / (kWarps * rows);
+    const uint32_t lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, sub = lane / LPR, li = lane % LPR;
+    const bool active = li < nc;
+    float d[passes];
 #pragma unroll
-        for (int u = 0; u < kU; u++) {
-            const uint32_t j = base + (uint32_t)u * nwarps * rows + sub;
-            kv[u] = active && j < jc ? __ldcg(reinterpret_cast<const uint4 *>(kh + (size_t)j * kv_width) + li)
-                                     : make_uint4(0, 0, 0, 0);
-        }
+    for (uint32_t u = 0; u < passes; u++) {
+        const uint32_t r = (u * kWarps + warp) * rows + sub;
+        const uint4 kv = active ? kb[r * nc + li] : make_uint4(0, 0, 0, 0); /* rows >= nj: not stored */
+        d[u] = dot8f(kv, qr, 0.0f);
+    }
 #pragma unroll
-        for (int u = 0; u < kU; u++) {
-            const uint32_t j = base + (uint32_t)u * nwarps * rows + sub;
-            float d = active && j < jc ? dot8f(kv[u], qr, 0.0f) : 0.0f;
-            for (uint32_t o = lpr / 2u; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
-            if (li == 0 && j < jc) sc[j - j0] = d * p.scale;
-        }
+    for (uint32_t o = LPR / 2u; o > 0; o >>= 1)
+#pragma unroll
+        for (uint32_t u = 0; u < passes; u++) d[u] += __shfl_xor_sync(0xffffffffu, d[u], o);
+#pragma unroll
+    for (uint32_t u = 0; u < passes; u++) {
+        const uint32_t r = (u * kWarps + warp) * rows + sub;
+        if (li == 0 && r < nj) sc[r] = d[u] * scale;
     }
 }
 
-/* sum_j e_j v_j over the positions of one chunk, per position group g (threads / nc of them, group g
- * takes j0 + g, j0 + g + ng, ...): FP32 partial rows into vpart[g x D]. The current position's v comes
- * from vp (it is being stored by this kernel). */
-__device__ void chunk_values(const dattn_params &p, const uint16_t *vh, uint32_t kv_width, const float *sc,
-                             uint32_t j0, uint32_t jc, uint32_t j1, uint32_t pos, const float *vp, float *vpart) {
-    constexpr int kU = 8;
-    const uint32_t nc = p.nc, ng = p.ng, ci = threadIdx.x % nc, g = threadIdx.x / nc;
-    if (g >= ng) return;
-    float o[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (uint32_t base = j0 + g; base < jc; base += ng * kU) {
-        uint4 vv[kU];
-#pragma unroll
-        for (int u = 0; u < kU; u++) {
-            const uint32_t j = base + (uint32_t)u * ng;
-            vv[u] = j < jc ? __ldcg(reinterpret_cast<const uint4 *>(vh + (size_t)j * kv_width) + ci) : make_uint4(0, 0, 0, 0);
-        }
-#pragma unroll
-        for (int u = 0; u < kU; u++) {
-            const uint32_t j = base + (uint32_t)u * ng;
-            if (j >= jc) break;
-            const float e = sc[j - j0];
-            const __half2 *h2 = reinterpret_cast<const __half2 *>(&vv[u]);
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                const float2 f = __half22float2(h2[k]);
-                o[2 * k] = fmaf(e, f.x, o[2 * k]);
-                o[2 * k + 1] = fmaf(e, f.y, o[2 * k + 1]);
-            }
-        }
-    }
-    if (j1 == pos + 1u && (pos - j0) % ng == g) { /* the current position closes the chunk */
-        const float e = sc[pos - j0];
-#pragma unroll
-        for (int k = 0; k < 8; k++) o[k] = fmaf(e, vp[ci * 8u + k], o[k]);
-    }
-#pragma unroll
-    for (int k = 0; k < 8; k++) vpart[g * p.a.head_dim + ci * 8u + k] = o[k];
-}
-
-/* Grid (splits, heads). Split s of head h takes chunks s, s + splits, ... of positions 0..pos, keeps
- * a running max m, sum l and output o (online softmax), and parks (m, l, o) in `part`; the last split
- * of the head to finish combines them in split order. The split that owns the current position also
- * computes k and v of that position (and, for the first query head of its KV head, stores them). */
-__global__ void __launch_bounds__(kAttnThreads) dattn_kernel(const __grid_constant__ dattn_params p) {
-    extern __shared__ __align__(16) float sm[]; /* qh[D] kp[D] vp[D] sc[kChunk] vpart[ng x D] */
-    __shared__ float red[kWarp + 1];
+/* Grid (heads, splits): blockIdx.x = head, so the blocks that short contexts use (split 0 of every
+ * head) are scheduled first. Split s of the nact active ones takes chunks s, s + nact, ... of positions
+ * 0..pos, keeps a running max m (block-uniform) and per-thread sums l, o (online softmax), sums l and
+ * o over the block at the end and either writes `out` (nact == 1) or parks (m, l, o) in `part`, the
+ * last split of the head to finish combining them in split order. The split that owns the current
+ * position also computes k and v of that position (and, for the first query head of its KV head,
+ * stores them). */
+template <uint32_t LPR>
+__global__ void __launch_bounds__(kThreads, 2) dattn_kernel(const __grid_constant__ dattn_params p) {
+    /* kStages chunk buffers of buf_halves FP16: [K rows | V rows][kChunk][D]; after the last chunk
+     * the value partials (in the buffer the last chunk did not use), then the combine's weights */
+    extern __shared__ __align__(16) uint16_t stage[];
+    __shared__ __align__(16) uint4 qraw[kMaxD / 8], kraw[kMaxD / 8], kcur[kMaxD / 8], vcur[kMaxD / 8];
+    __shared__ __align__(16) float qh[kMaxD];
+    __shared__ float sc[kChunk];
+    __shared__ float lpart[kThreads];
+    __shared__ float red[2 * kWarps];
+    __shared__ float inv_l;
     __shared__ uint32_t last;
     const hz_dattn_args &a = p.a;
-    const uint32_t D = a.head_dim, S = a.splits, s = blockIdx.x, h = blockIdx.y, hk = h / p.group;
-    const uint32_t kv_width = a.kv_heads * D;
-    float *qh = sm, *kp = qh + D, *vp = kp + D, *sc = vp + D, *vpart = sc + kChunk;
+    const uint32_t tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
+    const uint32_t D = a.head_dim, half = D / 2u, nc = p.nc, ng = p.ng, g = tid / nc, ci = tid % nc;
+    const uint32_t S = a.splits, h = blockIdx.x, s = blockIdx.y, hk = h / p.group, kv_width = a.kv_heads * D;
     /* pos was written by hz_decode_begin, at least two grids before this one: that grid has finished
      * before this one could be scheduled, so it may be read before the wait. */
     const uint32_t pos = __ldcg(&a.step->pos), n_pos = pos + 1u, nchunks = (n_pos + kChunk - 1u) / kChunk;
-    const bool work = s < nchunks;
+    const uint32_t nact = nchunks <= kSoloChunks ? 1u : min(S, nchunks);
+    if (s >= nact) return; /* no chunk: nothing to wait for (the whole block leaves, before any barrier) */
+    const uint32_t my_n = (nchunks - 1u - s) / nact + 1u; /* chunks of this split */
+    const bool owns_pos = (nchunks - 1u) % nact == s;
+    const bool first_head = h % p.group == 0, norm = a.q_norm != nullptr;
     const uint16_t *kh = a.kc + (size_t)hk * D, *vh = a.vc + (size_t)hk * D;
-    if (work) { /* cached rows of the first chunk into L2 while the projections finish */
-        const uint32_t j0 = s * kChunk, jc = min(j0 + kChunk, pos), lines = (D * 2u + 127u) / 128u;
-        for (uint32_t t = threadIdx.x; j0 + t / (2u * lines) < jc; t += blockDim.x) {
-            const uint32_t j = j0 + t / (2u * lines), l = t % (2u * lines);
-            const uint16_t *base = (l < lines ? kh : vh) + (size_t)j * kv_width;
-            prefetch_l2(reinterpret_cast<const char *>(base) + (l % lines) * 128u);
+
+    /* Before the wait: cached rows (positions < pos) of the first kStages chunks into shared memory,
+     * one cp.async group per buffer (empty groups keep the count uniform), later ones into L2. */
+#pragma unroll
+    for (int b = 0; b < kStages; b++) {
+        if ((uint32_t)b < my_n) {
+            const uint32_t j0 = (s + (uint32_t)b * nact) * kChunk;
+            stage_chunk(kh, vh, kv_width, nc, g, ci, ng, j0, min(kChunk, pos - j0), stage + b * p.buf_halves);
+        }
+        cp_async_commit();
+    }
+    for (uint32_t i = kStages; i < my_n && i < kStages + kPrefetchChunks; i++) {
+        const uint32_t j0 = (s + i * nact) * kChunk;
+        prefetch_chunk(kh, vh, kv_width, D, j0, min(kChunk, pos - j0));
+    }
+    /* q, k, v (written by the previous grid) and out: their lines are only hinted into L2, which
+     * cannot return stale data, so the address translations are warm when the reads come */
+    if (tid == 0) {
+        prefetch_l2(a.q + (size_t)h * D);
+        prefetch_l2(a.k + (size_t)hk * D);
+        prefetch_l2(a.v + (size_t)hk * D);
+        prefetch_l2(a.out + (size_t)h * D);
+    }
+    /* the rope row and the norm weights are never written by the step; thread i < D/2 rotates the
+     * pair (i, i + D/2) */
+    float cs_c = 0.0f, cs_s = 0.0f, wq0 = 0.0f, wq1 = 0.0f, wk0 = 0.0f, wk1 = 0.0f;
+    if (tid < half) {
+        const float *cs = a.rope + (size_t)pos * D;
+        cs_c = cs[tid];
+        cs_s = cs[half + tid];
+        if (norm) {
+            wq0 = h2f(a.q_norm[h * D + tid]);
+            wq1 = h2f(a.q_norm[h * D + tid + half]);
+            if (owns_pos) {
+                wk0 = h2f(a.k_norm[hk * D + tid]);
+                wk1 = h2f(a.k_norm[hk * D + tid + half]);
+            }
         }
     }
-    l2pf_issue(a.pf, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y);
     griddep_wait();
     griddep_launch();
 
-    if (work) {
-        const bool owns_pos = (nchunks - 1u) % S == s;
-        const float *cs = a.rope + (size_t)pos * D;
-        float inv_q = 0.0f, inv_k = 0.0f;
-        if (a.q_norm) {
-            inv_q = rms_inv(a.q, a.heads * D, a.eps, red);
-            if (owns_pos) inv_k = rms_inv(a.k, kv_width, a.eps, red);
-        }
-        norm_rope(a.q, a.q_norm, inv_q, cs, h, D, qh);
-        if (owns_pos) {
-            norm_rope(a.k, a.k_norm, inv_k, cs, hk, D, kp);
-            for (uint32_t d = threadIdx.x; d < D; d += blockDim.x) vp[d] = h2f(a.v[(size_t)hk * D + d]);
-        }
-        __syncthreads();
-        if (owns_pos && h % p.group == 0) {
-            uint16_t *kd = a.kc + (size_t)pos * kv_width + (size_t)hk * D, *vd = a.vc + (size_t)pos * kv_width + (size_t)hk * D;
-            for (uint32_t d = threadIdx.x; d < D; d += blockDim.x) {
-                kd[d] = f2h(kp[d]);
-                vd[d] = a.v[(size_t)hk * D + d];
-            }
-        }
-        float qr[8];
-        const uint32_t li = (threadIdx.x % kWarp) % p.lpr;
+    /* q (the full width when normed, else this head's row), and, when this split owns pos, k (full
+     * width when normed, else this KV head's row) and v of this KV head: all loads in flight at once,
+     * the rows kept in shared memory, the sums of squares of q and k reduced together. */
+    {
+        const uint32_t nq = norm ? a.heads * nc : nc, q_lo = norm ? 0u : h * nc;
+        const uint32_t nk = owns_pos ? (norm ? a.kv_heads * nc : nc) : 0u, k_lo = norm ? 0u : hk * nc;
+        const uint32_t n_items = nq + nk + (owns_pos ? nc : 0u);
+        const bool vec = p.vec != 0;
+        float ssq = 0.0f, ssk = 0.0f;
+        for (uint32_t b0 = 0; b0 < n_items; b0 += kLd * kThreads) {
+            uint4 x[kLd];
 #pragma unroll
-        for (int k = 0; k < 8; k++) qr[k] = li < p.nc ? qh[li * 8u + k] : 0.0f;
-
-        float m_run = -INFINITY, l_run = 0.0f, o_run[2] = {0.0f, 0.0f}; /* o for d = tid, tid + 128 */
-        for (uint32_t c = s; c < nchunks; c += S) {
-            const uint32_t j0 = c * kChunk, j1 = min(j0 + kChunk, n_pos), jc = min(j1, pos), nj = j1 - j0;
-            chunk_scores(p, kh, kv_width, qr, j0, jc, sc);
-            if (j1 == n_pos && threadIdx.x < kWarp) { /* the current position, from kp */
-                float d = 0.0f;
-                for (uint32_t i = threadIdx.x; i < D; i += kWarp) d = fmaf(qh[i], kp[i], d);
-                d = warp_sum(d);
-                if (threadIdx.x == 0) sc[pos - j0] = d * p.scale;
+            for (int u = 0; u < kLd; u++) {
+                const uint32_t it = b0 + (uint32_t)u * kThreads + tid;
+                const uint16_t *src = it < nq        ? a.q + (size_t)(q_lo + it) * 8u
+                                      : it < nq + nk ? a.k + (size_t)(k_lo + it - nq) * 8u
+                                                     : a.v + (size_t)(hk * nc + it - nq - nk) * 8u;
+                x[u] = it < n_items ? ld8(src, vec) : make_uint4(0, 0, 0, 0);
             }
-            __syncthreads();
-            float mx = -INFINITY;
-            for (uint32_t j = threadIdx.x; j < nj; j += blockDim.x) mx = fmaxf(mx, sc[j]);
-            mx = block_reduce<true>(mx, red);
-            const float m_new = fmaxf(m_run, mx);
-            float sum = 0.0f;
-            for (uint32_t j = threadIdx.x; j < nj; j += blockDim.x) {
-                const float e = expf(sc[j] - m_new);
-                sc[j] = e;
-                sum += e;
+#pragma unroll
+            for (int u = 0; u < kLd; u++) {
+                const uint32_t it = b0 + (uint32_t)u * kThreads + tid;
+                if (it < nq) {
+                    const uint32_t e = q_lo + it;
+                    ssq = sumsq8(x[u], ssq);
+                    if (e - h * nc < nc) qraw[e - h * nc] = x[u];
+                } else if (it < nq + nk) {
+                    const uint32_t e = k_lo + it - nq;
+                    ssk = sumsq8(x[u], ssk);
+                    if (e - hk * nc < nc) kraw[e - hk * nc] = x[u];
+                } else if (it < n_items) {
+                    vcur[it - nq - nk] = x[u];
+                }
             }
-            sum = block_reduce<false>(sum, red); /* its barriers also publish sc */
-            const float f = expf(m_run - m_new); /* 0 on the first chunk */
-            l_run = l_run * f + sum;
-            chunk_values(p, vh, kv_width, sc, j0, jc, j1, pos, vp, vpart);
-            __syncthreads();
-            for (uint32_t k = 0; k < 2; k++) {
-                const uint32_t d = threadIdx.x + k * blockDim.x;
-                if (d >= D) break;
-                float t = 0.0f;
-                for (uint32_t g = 0; g < p.ng; g++) t += vpart[g * D + d];
-                o_run[k] = o_run[k] * f + t;
-            }
-            m_run = m_new;
-            __syncthreads(); /* sc and vpart are reused by the next chunk */
         }
-        float *pp = a.part + ((size_t)h * S + s) * (D + 2u);
-        if (threadIdx.x == 0) {
-            pp[0] = m_run;
-            pp[1] = l_run;
-        }
-        for (uint32_t k = 0; k < 2; k++) {
-            const uint32_t d = threadIdx.x + k * blockDim.x;
-            if (d < D) pp[2 + d] = o_run[k];
+        if (norm) {
+            ssq = warp_sum(ssq);
+            ssk = warp_sum(ssk);
+            if (lane == 0) {
+                red[2u * warp] = ssq;
+                red[2u * warp + 1u] = ssk;
+            }
         }
     }
+    __syncthreads(); /* publishes red, qraw, kraw, vcur */
+    if (tid < half) {
+        float inv_q = 0.0f, inv_k = 0.0f;
+        if (norm) { /* 1 / sqrt(mean(x^2) + eps) over the full widths */
+            float tq = 0.0f, tk = 0.0f;
+#pragma unroll
+            for (uint32_t w = 0; w < kWarps; w++) {
+                tq += red[2u * w];
+                tk += red[2u * w + 1u];
+            }
+            inv_q = 1.0f / sqrtf(tq / (float)(a.heads * D) + a.eps);
+            inv_k = 1.0f / sqrtf(tk / (float)kv_width + a.eps);
+        }
+        const uint16_t *q16 = reinterpret_cast<const uint16_t *>(qraw);
+        norm_rope_pair(h2f(q16[tid]), h2f(q16[tid + half]), norm, wq0, wq1, inv_q, cs_c, cs_s, qh[tid], qh[tid + half]);
+        if (owns_pos) {
+            const uint16_t *k16 = reinterpret_cast<const uint16_t *>(kraw);
+            float k0, k1;
+            norm_rope_pair(h2f(k16[tid]), h2f(k16[tid + half]), norm, wk0, wk1, inv_k, cs_c, cs_s, k0, k1);
+            uint16_t *kc16 = reinterpret_cast<uint16_t *>(kcur);
+            kc16[tid] = f2h(k0);
+            kc16[tid + half] = f2h(k1);
+            if (first_head) {
+                uint16_t *kd = a.kc + (size_t)pos * kv_width + (size_t)hk * D;
+                kd[tid] = f2h(k0);
+                kd[tid + half] = f2h(k1);
+            }
+        }
+    }
+    if (owns_pos && first_head && tid < nc)
+        reinterpret_cast<uint4 *>(a.vc + (size_t)pos * kv_width + (size_t)hk * D)[tid] = vcur[tid];
+    __syncthreads(); /* publishes qh, kcur */
 
+    float qr[8];
+    const uint32_t li = lane % LPR;
+#pragma unroll
+    for (int k = 0; k < 8; k++) qr[k] = li < nc ? qh[li * 8u + k] : 0.0f;
+    /* value pass: thread (g, ci) takes dims ci * 8.. of positions g, g + ng, ... of each chunk */
+    float m_run = -INFINITY, l_run = 0.0f, o[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (uint32_t i = 0; i < my_n; i++) {
+        const uint32_t j0 = (s + i * nact) * kChunk, nj = min(kChunk, n_pos - j0);
+        uint4 *kb = reinterpret_cast<uint4 *>(stage + (i % kStages) * p.buf_halves), *vb = kb + kChunk * nc;
+        if (i == 0)
+            cp_async_wait<kStages - 1>(); /* this thread's copies of chunk 0 */
+        else
+            cp_async_wait<kStages - 2>(); /* of chunk i (committed before or at i - kStages + 1) */
+        if (owns_pos && i == my_n - 1u) { /* the chunk of pos: its row (never copied) from kcur, vcur */
+            if (tid < nc)
+                kb[(pos - j0) * nc + tid] = kcur[tid];
+            else if (tid < 2u * nc)
+                vb[(pos - j0) * nc + tid - nc] = vcur[tid - nc];
+        }
+        __syncthreads(); /* chunk i visible to all; all done with chunk i - 1 (buffer and sc) */
+        if (i >= 1) { /* refill the buffer chunk i - 1 used with chunk i - 1 + kStages */
+            const uint32_t nxt = i - 1u + kStages;
+            if (nxt < my_n) {
+                const uint32_t jn = (s + nxt * nact) * kChunk;
+                stage_chunk(kh, vh, kv_width, nc, g, ci, ng, jn, min(kChunk, pos - jn),
+                            stage + ((i - 1u) % kStages) * p.buf_halves);
+            }
+            cp_async_commit();
+        }
+        chunk_scores<LPR>(kb, nc, p.scale, qr, nj, sc);
+        __syncthreads(); /* publishes sc */
+        float mx = -INFINITY; /* every warp finds the chunk's maximum itself: same values, same result */
+        for (uint32_t r = lane; r < nj; r += kWarp) mx = fmaxf(mx, sc[r]);
+        const float m_new = fmaxf(m_run, warp_max(mx));
+        const float f = expf(m_run - m_new); /* 0 on the first chunk */
+        l_run *= f;
+#pragma unroll
+        for (int k = 0; k < 8; k++) o[k] *= f;
+        if (g < ng) {
+            constexpr int kU = 4;
+            for (uint32_t base = g; base < nj; base += ng * kU) {
+                uint4 vv[kU];
+                float e[kU];
+#pragma unroll
+                for (int u = 0; u < kU; u++) {
+                    const uint32_t r = base + (uint32_t)u * ng;
+                    vv[u] = r < nj ? vb[r * nc + ci] : make_uint4(0, 0, 0, 0);
+                    e[u] = r < nj ? sc[r] : -INFINITY;
+                }
+#pragma unroll
+                for (int u = 0; u < kU; u++) {
+                    const float ev = expf(e[u] - m_new); /* 0 past the chunk (with a zero row) */
+                    l_run += ev;
+                    const __half2 *h2 = reinterpret_cast<const __half2 *>(&vv[u]);
+#pragma unroll
+                    for (int k = 0; k < 4; k++) {
+                        const float2 fv = __half22float2(h2[k]);
+                        o[2 * k] = fmaf(ev, fv.x, o[2 * k]);
+                        o[2 * k + 1] = fmaf(ev, fv.y, o[2 * k + 1]);
+                    }
+                }
+            }
+        }
+        m_run = m_new;
+    }
+    cp_async_wait<0>(); /* nothing real is left in flight */
+    /* the buffer the last chunk did not use: its chunk (two back) is done, no copy targets it */
+    float *vpart = reinterpret_cast<float *>(stage + (my_n % kStages) * p.buf_halves);
+    if (g < ng) {
+#pragma unroll
+        for (int k = 0; k < 8; k++) vpart[g * D + ci * 8u + k] = o[k];
+        if (ci == 0) lpart[g] = l_run;
+    }
+    __syncthreads(); /* publishes vpart, lpart */
+    float L = 0.0f, od = 0.0f; /* dim tid (D <= threads) */
+    for (uint32_t gg = 0; gg < ng; gg++) L += lpart[gg];
+    if (tid < D)
+        for (uint32_t gg = 0; gg < ng; gg++) od += vpart[gg * D + tid];
+    if (nact == 1u) { /* the combine of one split: M = m, L = l, weight expf(0) = 1 */
+        if (tid < D) a.out[(size_t)h * D + tid] = f2h(od * (1.0f / L));
+        return;
+    }
+
+    float *pp = a.part + ((size_t)h * S + s) * (D + 2u);
+    if (tid == 0) {
+        pp[0] = m_run;
+        pp[1] = L;
+    }
+    if (tid < D) pp[2 + tid] = od;
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(a.count + h, 1u) == S - 1u;
+    if (tid == 0) last = atomicAdd(a.count + h, 1u) == nact - 1u;
     __syncthreads();
     if (!last) return;
     __threadfence();
-    const uint32_t nv = min(S, nchunks);
+    /* The last split of the head: weights w_i = expf(m_i - M) and 1 / sum_i l_i w_i by warp 0, then
+     * out = fp16(sum_i o_i w_i / L) in split order. The buffers are free (all threads are past the
+     * barriers above), so they hold w and l. */
     const float *ph = a.part + (size_t)h * S * (D + 2u);
-    float M = -INFINITY;
-    for (uint32_t i = 0; i < nv; i++) M = fmaxf(M, __ldcg(ph + (size_t)i * (D + 2u)));
-    float L = 0.0f;
-    for (uint32_t i = 0; i < nv; i++) L += __ldcg(ph + (size_t)i * (D + 2u) + 1) * expf(__ldcg(ph + (size_t)i * (D + 2u)) - M);
-    const float invL = 1.0f / L;
-    for (uint32_t d = threadIdx.x; d < D; d += blockDim.x) {
-        float o = 0.0f;
-        for (uint32_t i = 0; i < nv; i++)
-            o = fmaf(__ldcg(ph + (size_t)i * (D + 2u) + 2 + d), expf(__ldcg(ph + (size_t)i * (D + 2u)) - M), o);
-        a.out[(size_t)h * D + d] = f2h(o * invL);
+    float *wm = reinterpret_cast<float *>(stage), *wl = wm + S;
+    if (warp == 0) {
+        float mx = -INFINITY;
+        for (uint32_t i = lane; i < nact; i += kWarp) {
+            wm[i] = __ldcg(ph + (size_t)i * (D + 2u));
+            wl[i] = __ldcg(ph + (size_t)i * (D + 2u) + 1);
+            mx = fmaxf(mx, wm[i]);
+        }
+        const float M = warp_max(mx);
+        float sum = 0.0f;
+        for (uint32_t i = lane; i < nact; i += kWarp) {
+            const float w = expf(wm[i] - M);
+            wm[i] = w;
+            sum += wl[i] * w;
+        }
+        sum = warp_sum(sum);
+        if (lane == 0) inv_l = 1.0f / sum;
     }
-    if (threadIdx.x == 0) a.count[h] = 0; /* ready for the next launch */
+    __syncthreads();
+    if (tid < D) {
+        float acc = 0.0f;
+#pragma unroll 4
+        for (uint32_t i = 0; i < nact; i++) acc = fmaf(__ldcg(ph + (size_t)i * (D + 2u) + 2 + tid), wm[i], acc);
+        a.out[(size_t)h * D + tid] = f2h(acc * inv_l);
+    }
+    if (tid == 0) a.count[h] = 0; /* ready for the next launch */
 }
 
 uint32_t next_pow2(uint32_t v) {
@@ -269,29 +464,37 @@ extern "C" uint32_t hz_decode_attention_splits(const hz_decode_dev *dev, uint32_
 }
 
 extern "C" int hz_decode_attention_supported(uint32_t head_dim) {
-    return head_dim >= 8u && head_dim % 8u == 0 && head_dim <= 256u;
+    return head_dim >= 8u && head_dim % 8u == 0 && head_dim <= kMaxD;
 }
 
 extern "C" int hz_decode_attention(const hz_dattn_args *a, const hz_klaunch *k) {
     if (!a || !k || !a->q || !a->k || !a->v || !a->rope || !a->step || !a->kc || !a->vc || !a->out || !a->part ||
-        !a->count || a->splits == 0 || a->heads == 0 || a->kv_heads == 0 || a->heads % a->kv_heads ||
-        (!a->q_norm != !a->k_norm))
+        !a->count || a->splits == 0 || a->splits > 65535u || a->heads == 0 || a->kv_heads == 0 ||
+        a->heads % a->kv_heads || (!a->q_norm != !a->k_norm))
         return hz_error(HZ_EINVAL, "decode attention: bad arguments");
     if (!hz_decode_attention_supported(a->head_dim))
         return hz_error(HZ_EUNSUPPORTED, "decode attention: head_dim %u (a multiple of 8 up to 256)", a->head_dim);
     if (!aligned16(a->kc) || !aligned16(a->vc))
         return hz_error(HZ_EINVAL, "decode attention: KV cache not 16-byte aligned");
-    if (!l2pf_valid(a->pf))
-        return hz_error(HZ_EINVAL, "decode attention: an L2 prefetch range is NULL or not 16-byte aligned");
     dattn_params p;
     memset(&p, 0, sizeof p);
     p.a = *a;
     p.scale = 1.0f / sqrtf((float)a->head_dim);
     p.group = a->heads / a->kv_heads;
     p.nc = a->head_dim / 8u;
-    p.lpr = next_pow2(p.nc);
-    p.ng = (uint32_t)kAttnThreads / p.nc;
-    const size_t smem = (size_t)(3u * a->head_dim + kChunk + p.ng * a->head_dim) * sizeof(float);
-    cudaError_t e = launch(dattn_kernel, a->splits, a->heads, kAttnThreads, smem, k, p);
+    p.ng = kThreads / p.nc;
+    p.buf_halves = 2u * kChunk * a->head_dim;
+    if (p.buf_halves < kVpartHalves) p.buf_halves = kVpartHalves;
+    p.vec = aligned16(a->q) && aligned16(a->k) && aligned16(a->v);
+    /* the chunk buffers, which after the last chunk also hold the combine's weights and sums */
+    size_t smem = (size_t)kStages * p.buf_halves * sizeof(uint16_t);
+    if (smem < (size_t)a->splits * 2u * sizeof(float)) smem = (size_t)a->splits * 2u * sizeof(float);
+    const uint32_t lpr = next_pow2(p.nc) < 8u ? 8u : next_pow2(p.nc);
+    void (*kern)(dattn_params) = lpr == 8u ? dattn_kernel<8> : lpr == 16u ? dattn_kernel<16> : dattn_kernel<32>;
+    cudaError_t e = cudaSuccess;
+    if (smem > (48u << 10)) /* above the default limit: opt in (cheap; legal during stream capture) */
+        e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess) return cuda_fail(e, "cudaFuncSetAttribute (decode attention shared memory)");
+    e = launch(kern, a->heads, a->splits, kThreads, smem, k, p);
     return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the decode attention");
 }

@@ -212,25 +212,64 @@ __device__ void argmax_final(const dgemv_params &p, uint32_t nblocks, float *wv,
     }
 }
 
+/* The running best of segment 0 (argmax tail), kept by lane 0. */
+struct RowOut {
+    float best;
+    uint32_t best_i;
+};
+
+/* A finished row: the warp's sum, plus bias, written by lane 0 (FP16 or FP32); the argmax candidate;
+ * and the router tail: the warp that writes the last router row routes (fence before the ticket,
+ * fence after, so it sees every router row). */
+template <bool ROUTE>
+__device__ __forceinline__ void emit_row(const dgemv_params &p, uint32_t row, float acc, uint32_t lane, RowOut &ro,
+                                         uint16_t *xs) {
+    const hz_dgemv_args &a = p.a;
+    const uint32_t s = seg_of(p, row), r = row - p.start[s];
+    acc = warp_sum(acc);
+    uint32_t routes = 0;
+    if (lane == 0) {
+        const hz_mgemv_seg &sg = a.seg[s];
+        const float v = acc + (sg.bias ? h2f(sg.bias[r]) : 0.0f);
+        if (sg.out_f32)
+            static_cast<float *>(sg.y)[r] = v;
+        else
+            static_cast<uint16_t *>(sg.y)[r] = f2h(v);
+        if (s == 0 && better(v, r, ro.best, ro.best_i)) { /* rows ascend per warp: ties keep the first */
+            ro.best = v;
+            ro.best_i = r;
+        }
+        if (ROUTE && s == 0) {
+            __threadfence();
+            routes = atomicAdd(p.counter, 1u) == sg.rows - 1u;
+        }
+    }
+    if (ROUTE && __shfl_sync(0xffffffffu, routes, 0)) {
+        __threadfence();
+        float *pr = reinterpret_cast<float *>(xs + ((a.in + 7u) & ~7u));
+        route_warp(static_cast<const uint16_t *>(a.seg[0].y), a.seg[0].rows, a.top_k, a.norm_topk, a.ids_out, a.w_out,
+                   a.table, a.rows_out, pr);
+        if (lane == 0) *p.counter = 0; /* ready for the next launch */
+    }
+}
+
 /* Rows are spread over the warps of a grid that is resident at once (grid-stride), so the prologue
  * that builds x runs once per block, not once per 8 rows. Each warp holds the first batch of its
  * first row in registers before waiting on the previous grid (weights are never written by a step),
  * and the next row's first batch while it reduces the current one. */
-template <bool VEC>
+template <bool VEC, bool ROUTE>
 __global__ void __launch_bounds__(kGemvThreads, 4) dgemv_kernel(const __grid_constant__ dgemv_params p) {
     extern __shared__ __align__(16) uint16_t xs[]; /* [in rounded up to 8] | route: [E] floats */
     __shared__ float red[kWarp + 1];
     __shared__ float wbest[kGemvWarps];
     __shared__ uint32_t wbidx[kGemvWarps];
     __shared__ uint32_t last;
-    __shared__ float inv_sum;
     const hz_dgemv_args &a = p.a;
     const uint32_t lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
     const uint32_t total = p.start[a.nseg], stride = gridDim.x * kGemvWarps, chunks = a.in / 8u;
     uint32_t row = blockIdx.x * kGemvWarps + warp;
     uint4 wv[kBatch];
     if (VEC && row < total) load_batch(row_ptr(p, row), 0, lane, chunks, wv);
-    l2pf_issue(a.pf, blockIdx.x, gridDim.x);
 
     griddep_wait();
     griddep_launch();
@@ -247,15 +286,13 @@ __global__ void __launch_bounds__(kGemvThreads, 4) dgemv_kernel(const __grid_con
         for (uint32_t i = threadIdx.x; i < a.zero_n; i += blockDim.x) a.zero[i] = 0.0f;
     __syncthreads();
 
-    float best = -INFINITY;
-    uint32_t best_i = kNone;
+    RowOut ro = {-INFINITY, kNone};
     const uint4 *xs4 = reinterpret_cast<const uint4 *>(xs);
-    while (row < total) {
-        const uint32_t s = seg_of(p, row), r = row - p.start[s];
-        const uint32_t next = row + stride;
-        float acc = 0.0f;
-        if (VEC) {
+    if (VEC) {
+        while (row < total) {
             const uint4 *w4 = row_ptr(p, row);
+            const uint32_t next = row + stride;
+            float acc = 0.0f;
             for (uint32_t c0 = 0;;) {
                 acc = fma_batch(wv, xs4, c0, lane, chunks, acc);
                 c0 += (uint32_t)kBatch * kWarp;
@@ -263,26 +300,21 @@ __global__ void __launch_bounds__(kGemvThreads, 4) dgemv_kernel(const __grid_con
                 load_batch(w4, c0, lane, chunks, wv);
             }
             if (next < total) load_batch(row_ptr(p, next), 0, lane, chunks, wv); /* in flight during the reduction */
-        } else {
+            emit_row<ROUTE>(p, row, acc, lane, ro, xs);
+            row = next;
+        }
+    } else {
+        for (; row < total; row += stride) {
+            const uint32_t s = seg_of(p, row), r = row - p.start[s];
             const uint16_t *w = a.seg[s].w + (size_t)r * a.in;
+            float acc = 0.0f;
             for (uint32_t i = lane; i < a.in; i += kWarp) acc = fmaf(h2f(w[i]), h2f(xs[i]), acc);
+            emit_row<ROUTE>(p, row, acc, lane, ro, xs);
         }
-        acc = warp_sum(acc);
-        if (lane == 0) {
-            const hz_mgemv_seg &sg = a.seg[s];
-            const float v = acc + (sg.bias ? h2f(sg.bias[r]) : 0.0f);
-            if (sg.out_f32)
-                static_cast<float *>(sg.y)[r] = v;
-            else
-                static_cast<uint16_t *>(sg.y)[r] = f2h(v);
-            if (s == 0 && better(v, r, best, best_i)) { /* rows ascend per warp: ties keep the first */
-                best = v;
-                best_i = r;
-            }
-        }
-        row = next;
     }
-    if (a.tail == HZ_DGEMV_TAIL_NONE) return;
+    float best = ro.best;
+    uint32_t best_i = ro.best_i;
+    if (a.tail != HZ_DGEMV_TAIL_ARGMAX) return; /* the router tail ran in the loop */
 
     if (a.tail == HZ_DGEMV_TAIL_ARGMAX) {
         if (lane == 0) {
@@ -307,13 +339,7 @@ __global__ void __launch_bounds__(kGemvThreads, 4) dgemv_kernel(const __grid_con
     __syncthreads();
     if (!last) return;
     __threadfence();
-    if (a.tail == HZ_DGEMV_TAIL_ROUTE) {
-        float *pr = reinterpret_cast<float *>(xs + ((a.in + 7u) & ~7u));
-        route_block(static_cast<const uint16_t *>(a.seg[0].y), a.seg[0].rows, a.top_k, a.norm_topk, a.ids_out,
-                    a.w_out, a.table, a.rows_out, pr, red, &inv_sum);
-    } else {
-        argmax_final(p, gridDim.x, wbest, wbidx);
-    }
+    argmax_final(p, gridDim.x, wbest, wbidx);
     if (threadIdx.x == 0) *p.counter = 0; /* ready for the next launch */
 }
 
@@ -347,7 +373,7 @@ extern "C" int hz_decode_device_info(void *stream, uint32_t max_in, hz_decode_de
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess) return cuda_fail(e, "cudaDeviceGetAttribute(cudaDevAttrMultiProcessorCount)");
     const size_t smem = (size_t)((max_in + 7u) & ~7u) * 2u + kRouteMaxExperts * sizeof(float);
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, dgemv_kernel<true>, kGemvThreads, smem);
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, dgemv_kernel<true, false>, kGemvThreads, smem);
     if (e != cudaSuccess) return cuda_fail(e, "cudaOccupancyMaxActiveBlocksPerMultiprocessor(gemv)");
     out->sms = (uint32_t)(sms > 0 ? sms : 1);
     out->gemv_grid = out->sms * (uint32_t)(blocks > 0 ? blocks : 1);
@@ -399,7 +425,6 @@ static int dgemv_check(const hz_dgemv_args *a, const hz_decode_dev *dev) {
     if (a->tail == HZ_DGEMV_TAIL_ARGMAX && (!a->seg[0].out_f32 || !a->argmax_out))
         return hz_error(HZ_EINVAL, "decode gemv: the argmax tail needs FP32 output and a destination");
     if (a->tail > HZ_DGEMV_TAIL_ARGMAX) return hz_error(HZ_EINVAL, "decode gemv: tail %u", a->tail);
-    if (!l2pf_valid(a->pf)) return hz_error(HZ_EINVAL, "decode gemv: an L2 prefetch range is NULL or not 16-byte aligned");
     return HZ_OK;
 }
 
@@ -439,8 +464,12 @@ extern "C" int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, 
     }
     size_t smem = (size_t)((a->in + 7u) & ~7u) * 2u;
     if (a->tail == HZ_DGEMV_TAIL_ROUTE) smem += (size_t)a->seg[0].rows * sizeof(float);
-    cudaError_t e = dgemv_vec(a) ? launch(dgemv_kernel<true>, (unsigned)blocks, 1, kGemvThreads, smem, k, p)
-                                 : launch(dgemv_kernel<false>, (unsigned)blocks, 1, kGemvThreads, smem, k, p);
+    /* The router tail is compiled into its own instantiation: the others keep its registers. */
+    const bool vec = dgemv_vec(a), route = a->tail == HZ_DGEMV_TAIL_ROUTE;
+    cudaError_t e = vec ? (route ? launch(dgemv_kernel<true, true>, (unsigned)blocks, 1, kGemvThreads, smem, k, p)
+                                 : launch(dgemv_kernel<true, false>, (unsigned)blocks, 1, kGemvThreads, smem, k, p))
+                        : (route ? launch(dgemv_kernel<false, true>, (unsigned)blocks, 1, kGemvThreads, smem, k, p)
+                                 : launch(dgemv_kernel<false, false>, (unsigned)blocks, 1, kGemvThreads, smem, k, p));
     return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the decode GEMV");
 }
 

@@ -46,18 +46,6 @@ typedef struct hz_klaunch {
     int pdl;
 } hz_klaunch;
 
-/* A byte range a later kernel of the step will read (weights), pulled into L2 while an earlier,
- * latency-bound kernel runs so that the later one reads it from L2 instead of HBM. A kernel given
- * ranges spreads them over its blocks as bulk L2 prefetches (sm_90; a no-op elsewhere) at its very
- * start, before it waits for the previous kernel. Only a hint: results never depend on it. Starts
- * must be 16-byte aligned; bytes == 0 marks an unused slot. */
-#define HZ_L2PF_MAX 4
-
-typedef struct hz_l2pf {
-    const void *p;
-    uint64_t bytes;
-} hz_l2pf;
-
 /* Device facts the launch shapes depend on, read once (hz_decode_device_info). The grids of the
  * GEMV and attention kernels are functions of these and of the tensor shapes only, never of the
  * position, so an eager step and a replayed graph run exactly the same blocks. */
@@ -91,9 +79,12 @@ int hz_decode_begin(int32_t token, uint32_t pos, hz_dstep *d_step, void *stream)
  *                       h_out must not alias h_in (other blocks are still reading it)
  *   HZ_DGEMV_X_SILU     x = fp16(silu(g) * u) from FP32 g, u (hz_model_silu_mul's formula)
  * After the wait, block 0 also zeroes `zero[0..zero_n)` (the accumulators the next kernels add into).
- * Tails, run by the last block to finish once every row is written:
- *   HZ_DGEMV_TAIL_ROUTE   the router of hz_model_route over segment 0 (FP16 logits, E = its rows)
- *   HZ_DGEMV_TAIL_ARGMAX  argmax over segment 0 (FP32 output), ties to the lowest row, into *argmax_out
+ * Tails:
+ *   HZ_DGEMV_TAIL_ROUTE   the router of hz_model_route over segment 0 (FP16 logits, E = its rows), run
+ *                         by the warp that writes the last of segment 0's rows, while the other
+ *                         segments (Qwen's shared expert) may still be streaming
+ *   HZ_DGEMV_TAIL_ARGMAX  argmax over segment 0 (FP32 output), ties to the lowest row, into *argmax_out,
+ *                         run by the last block to finish
  * A tail needs `tail_scratch` (hz_decode_tail_bytes, zeroed once before first use; it returns to zero
  * after every launch). Weights are read once per step, streamed past L1. */
 #define HZ_DGEMV_X_PLAIN 0u
@@ -137,8 +128,6 @@ typedef struct hz_dgemv_args {
     /* TAIL_ARGMAX */
     int32_t *argmax_out;
     void *tail_scratch;
-    /* any mode: ranges to prefetch into L2 (see hz_l2pf) */
-    hz_l2pf pf[HZ_L2PF_MAX];
 } hz_dgemv_args;
 
 uint64_t hz_decode_tail_bytes(const hz_decode_dev *dev);
@@ -150,13 +139,15 @@ int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, const hz_kl
  * full widths with q_norm / k_norm, two roundings), RoPE with the cos/sin row rope + pos * D (rotate
  * half, as hz_model_qkv_post); rotated k and plain v stored at row pos of kc / vc (this layer's cache
  * [max_ctx x kv_heads*D]); then per head softmax(q . k_j / sqrt(D)) over j = 0..pos and
- * out = fp16(sum_j p_j v_j). Positions are cut into chunks of HZ_DECODE_ATTN_CHUNK, chunk c handled
- * by split c % splits of the head; each split keeps a running max, sum and FP32 output (online
- * softmax: p_j = exp(s_j - m) * exp(m - M) / L instead of exp(s_j - M) / L, equal up to FP32
- * rounding), the last split of a head to finish combines them in split order. The grid is
- * heads x splits whatever the position (splits from hz_decode_attention_splits for the session's
- * max_context): blocks with no chunk only check in. `part` holds heads x splits x (D + 2) floats,
- * `count` heads counters, zeroed once (they return to zero after every launch).
+ * out = fp16(sum_j p_j v_j). Positions are cut into chunks of HZ_DECODE_ATTN_CHUNK. Up to two
+ * chunks (positions 0..127) are handled by one block per head, which writes `out` itself; from three
+ * on, nact = min(splits, chunks) blocks per head take part, chunk c going to split c % nact, each
+ * keeping running maxima, sums and FP32 outputs (online softmax: p_j = exp(s_j - m) * exp(m - M) / L
+ * instead of exp(s_j - M) / L, equal up to FP32 rounding), and the last of them to finish combines
+ * them in split order. The grid is heads x splits whatever the position (splits from
+ * hz_decode_attention_splits for the session's max_context): blocks without a chunk leave at once.
+ * `part` holds heads x splits x (D + 2) floats, `count` heads counters, zeroed once (they return to
+ * zero after every launch).
  * Needs head_dim a multiple of 8, at most 256. */
 #define HZ_DECODE_ATTN_CHUNK 64u
 
@@ -171,7 +162,6 @@ typedef struct hz_dattn_args {
     float *part;
     uint32_t *count;
     uint32_t splits, heads, kv_heads, head_dim;
-    hz_l2pf pf[HZ_L2PF_MAX]; /* ranges to prefetch into L2 (see hz_l2pf) */
 } hz_dattn_args;
 
 uint32_t hz_decode_attention_splits(const hz_decode_dev *dev, uint32_t heads, uint32_t max_ctx);

@@ -211,7 +211,7 @@ __global__ void __launch_bounds__(kAttnThreads)
 
 /* ---- router -------------------------------------------------------------------------------------- */
 
-/* One block: route_block (ops_common.cuh), shared with the decode router GEMV's tail. */
+/* One block: route_block (ops_common.cuh); the decode router GEMV's route_warp selects identically. */
 __global__ void __launch_bounds__(kRouteThreads)
     route_kernel(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out, float *w_out,
                  const void *const *table, const void **rows_out) {

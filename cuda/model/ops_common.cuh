@@ -1,8 +1,8 @@
 /* Device helpers shared by the non-routed decode kernels (model_ops.cu, decode_ops.cu): warp and
  * block reductions, FP16 conversions with the rounding points of doc/numerics.md, the 8-wide FP16 dot
  * product, programmatic-dependent-launch controls, and the router's softmax + top-k as one block's
- * work (the same code serves the stand-alone router kernel and the router GEMV's tail, so both select
- * identically). CUDA only; everything here is internal to one translation unit (anonymous namespace). */
+ * work (the stand-alone router kernel) or one warp's (the decode router GEMV), written step for step
+ * alike so both select identically. CUDA only; everything here is internal to one translation unit (anonymous namespace). */
 #ifndef HZ_CUDA_MODEL_OPS_COMMON_CUH
 #define HZ_CUDA_MODEL_OPS_COMMON_CUH
 
@@ -139,6 +139,61 @@ __device__ void route_block(const uint16_t *logits, uint32_t E, uint32_t K, int 
     }
     __syncthreads();
     for (uint32_t k = threadIdx.x; k < K; k += blockDim.x) { /* ascending ids: the executor's order */
+        const uint32_t id = sel_id[k];
+        uint32_t at = 0;
+        for (uint32_t o = 0; o < K; o++) at += sel_id[o] < id;
+        ids_out[at] = id;
+        w_out[at] = sel_v[k];
+        if (table) rows_out[at] = table[id];
+    }
+}
+
+/* route_block's router run by ONE warp, step for step (the same maxima, the same expf, the softmax sum
+ * added in expert order by lane 0, the same ranking and renormalisation), so both select identically.
+ * Lets the router GEMV route as soon as its last router row is written, while its other blocks still
+ * stream the rest of the layer's rows. `p` is shared memory for E floats owned by this warp. */
+__device__ void route_warp(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
+                           float *w_out, const void *const *table, const void **rows_out, float *p) {
+    __shared__ uint32_t sel_id[kRouteMaxK];
+    __shared__ float sel_v[kRouteMaxK];
+    const uint32_t lane = threadIdx.x % kWarp;
+    float mx = -INFINITY;
+    for (uint32_t e = lane; e < E; e += kWarp) {
+        p[e] = h2f(__ldcg(logits + e));
+        mx = fmaxf(mx, p[e]);
+    }
+    mx = warp_max(mx);
+    for (uint32_t e = lane; e < E; e += kWarp) p[e] = expf(p[e] - mx);
+    __syncwarp();
+    float inv = 0.0f;
+    if (lane == 0) {
+        float sum = 0.0f;
+        for (uint32_t e = 0; e < E; e++) sum += p[e];
+        inv = 1.0f / sum;
+    }
+    inv = __shfl_sync(0xffffffffu, inv, 0);
+    for (uint32_t e = lane; e < E; e += kWarp) p[e] *= inv;
+    __syncwarp();
+    for (uint32_t e = lane; e < E; e += kWarp) {
+        const float v = p[e], kv = v == v ? v : -INFINITY;
+        uint32_t rank = 0;
+        for (uint32_t o = 0; o < E; o++) {
+            const float ko = p[o] == p[o] ? p[o] : -INFINITY;
+            rank += (ko > kv) || (ko == kv && o < e);
+        }
+        if (rank < K) {
+            sel_id[rank] = e;
+            sel_v[rank] = v;
+        }
+    }
+    __syncwarp();
+    if (norm_topk && lane == 0) {
+        float sum = 0.0f;
+        for (uint32_t k = 0; k < K; k++) sum += sel_v[k];
+        for (uint32_t k = 0; k < K; k++) sel_v[k] /= sum;
+    }
+    __syncwarp();
+    for (uint32_t k = lane; k < K; k += kWarp) {
         const uint32_t id = sel_id[k];
         uint32_t at = 0;
         for (uint32_t o = 0; o < K; o++) at += sel_id[o] < id;

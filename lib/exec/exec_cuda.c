@@ -1,4 +1,5 @@
 /* The cuda W4A16 executors: scalar and grouped (see exec_cuda.h). */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,11 +16,27 @@ typedef struct cuda_exec {
     int grouped;
 } cuda_exec;
 
+/* The grouped executor's kernel path: the default (on sm_90 the fused cooperative kernel), or the one
+ * HZ_W4A16_PATH names for comparisons: "twopass" (two kernels fed by bulk copies), "reg" (register-
+ * streaming kernels), "cudacores" (no tensor cores). Read once; an unknown value keeps the default. */
+static uint32_t grouped_path_flags(void) {
+    static _Atomic int cached = -1;
+    int f = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (f >= 0) return (uint32_t)f;
+    const char *env = getenv("HZ_W4A16_PATH");
+    f = 0;
+    if (env && strcmp(env, "twopass") == 0) f = HZ_W4A16_TWO_PASS;
+    else if (env && strcmp(env, "reg") == 0) f = HZ_W4A16_NO_BULK;
+    else if (env && strcmp(env, "cudacores") == 0) f = HZ_W4A16_CUDA_CORES;
+    atomic_store_explicit(&cached, f, memory_order_relaxed);
+    return (uint32_t)f;
+}
+
 static int launch(const cuda_exec *ce, hz_w4a16_args *a, void *queue) {
     if (ce->grouped) {
-        /* Programmatic dependent launch lets the down pass start loading weights while the gate/up
-         * pass drains; the kernels wait for its results on the device. */
-        a->flags = HZ_W4A16_PDL;
+        /* Programmatic dependent launch lets each kernel be placed while the previous one drains;
+         * the kernels wait for its results on the device. */
+        a->flags = HZ_W4A16_PDL | grouped_path_flags();
         return hz_w4a16_grouped_launch(a, queue);
     }
     a->flags = 0;

@@ -265,21 +265,6 @@ static float *rope_table(const hz_model_config *c, uint32_t ctx) {
     return t;
 }
 
-/* The L2 prefetch plan: HZ_DECODE_L2PF when set and valid, else the architecture's default. A plan
- * only changes timing, so a malformed override is reported in the log and the default kept. */
-static void set_l2plan(hz_gpu_session *g, hz_arch arch) {
-    const char *env = getenv("HZ_DECODE_L2PF");
-    const char *spec = hz_l2plan_default(arch);
-    if (env && strlen(env) < sizeof g->l2spec) {
-        if (hz_l2plan_parse(env, &g->l2plan) == HZ_OK) spec = env;
-        else hz_log(HZ_LOG_WARN, "decode: HZ_DECODE_L2PF ignored: %s", hz_last_error_message());
-    } else if (env) {
-        hz_log(HZ_LOG_WARN, "decode: HZ_DECODE_L2PF ignored: longer than %zu characters", sizeof g->l2spec - 1);
-    }
-    if (spec != env && hz_l2plan_parse(spec, &g->l2plan) != HZ_OK) memset(&g->l2plan, 0, sizeof g->l2plan);
-    snprintf(g->l2spec, sizeof g->l2spec, "%s", spec);
-}
-
 int hz_gpu_session_create(hz_session *s) {
     hz_model *m = s->model;
     const hz_model_config *c = &m->cfg;
@@ -291,7 +276,6 @@ int hz_gpu_session_create(hz_session *s) {
     g->attn_splits = hz_decode_attention_splits(&m->gpu->dev, c->heads, s->max_context);
     g->use_graph = 1;
     g->use_pdl = 1;
-    set_l2plan(g, c->arch);
     const uint64_t act_bytes = layout_act(s, g, NULL);
     const uint64_t kv_bytes = (uint64_t)c->layers * s->max_context * c->kv_heads * c->head_dim * sizeof(hz_f16);
     const uint32_t K = c->top_k, rows_n = m->group_limit > K ? m->group_limit : K;
@@ -449,14 +433,6 @@ static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n) {
  * then, for the last token, the lm_head GEMV with x = final_norm(h + moe) and the argmax tail.
  * Residual norm r (0, 1, 2, ...) writes h into hb[r & 1] and reads hb[(r - 1) & 1]. Nothing here
  * depends on the position or the token except through g->dstep, so the sequence can be replayed. */
-/* The L2 prefetch ranges of one kernel of layer l, per the session's plan. */
-static void plan_ranges(const hz_session *s, hz_l2slot slot, uint32_t l, hz_l2pf *pf) {
-    const void *p[HZ_L2PLAN_MAX];
-    uint64_t b[HZ_L2PLAN_MAX];
-    const uint32_t n = hz_l2plan_ranges(&s->gpu->l2plan, slot, &s->model->cfg, s->model->gpu->dw.layers, l, p, b);
-    for (uint32_t i = 0; i < n && i < HZ_L2PF_MAX; i++) pf[i] = (hz_l2pf){p[i], b[i]};
-}
-
 static int enqueue_step(hz_session *s, int last, void *stream) {
     hz_model *m = s->model;
     const hz_model_config *c = &m->cfg;
@@ -489,11 +465,9 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
                             .eps = c->rms_eps, .rope = g->rope, .step = g->dstep, .kc = g->kc + kv_layer,
                             .vc = g->vc + kv_layer, .out = g->att, .part = g->attn_part, .count = g->attn_count,
                             .splits = g->attn_splits, .heads = Hq, .kv_heads = Hkv, .head_dim = D};
-        plan_ranges(s, HZ_L2SLOT_ATTN, l, aa.pf);
         CALL(hz_decode_attention(&aa, &kl));
         hz_dgemv_args oa = {.seg = {{w->wo, w->bo, g->proj, H, 0}}, .nseg = 1, .in = QD, .x_mode = HZ_DGEMV_X_PLAIN,
                             .x = g->att};
-        plan_ranges(s, HZ_L2SLOT_O, l, oa.pf);
         CALL(hz_decode_gemv(&oa, &gm->dev, &kl));
         hz_dgemv_args ra = {.seg = {{w->router, NULL, g->rlog, E, 0},
                                     {w->sh_gate, NULL, g->shg, S, 1},
@@ -506,7 +480,6 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
                             .table = gm->full ? gm->table + (size_t)l * E : NULL, .rows_out = g->rows_dev,
                             .tail_scratch = g->tail};
         r++;
-        plan_ranges(s, HZ_L2SLOT_ROUTER, l, ra.pf);
         CALL(hz_decode_gemv(&ra, &gm->dev, &kl));
         if (gm->full)
             CALL(hz_exec_cuda_moe_device(m->exec, K, g->rows_dev, g->route_w, g->xn, g->acc, g->scratch,
@@ -516,7 +489,6 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
         if (qwen) {
             hz_dgemv_args da = {.seg = {{w->sh_down, NULL, g->shd, H, 0}}, .nseg = 1, .in = S,
                                 .x_mode = HZ_DGEMV_X_SILU, .g = g->shg, .u = g->shu};
-            plan_ranges(s, HZ_L2SLOT_SHDOWN, l, da.pf);
             CALL(hz_decode_gemv(&da, &gm->dev, &kl));
         }
     }
@@ -662,10 +634,9 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
     why[j] = '\0';
     int k = snprintf(buf, n,
                      ",\"decode_path\":\"%s\",\"decode_pdl\":%s,\"graph_kernels\":%u,\"graph_steps\":%llu,"
-                     "\"eager_steps\":%llu,\"attention_splits\":%u,\"l2_prefetch\":\"%s\",\"graph_fallback\":%s%s%s",
+                     "\"eager_steps\":%llu,\"attention_splits\":%u,\"graph_fallback\":%s%s%s",
                      path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graph),
                      (unsigned long long)g->graph_steps, (unsigned long long)g->eager_steps, g->attn_splits,
-                     g->l2spec,
                      g->graph_state < 0 ? "\"" : "", g->graph_state < 0 ? why : "null", g->graph_state < 0 ? "\"" : "");
     return k < 0 || (size_t)k >= n ? hz_error(HZ_ENOMEM, "session stats: decode fields do not fit") : HZ_OK;
 }

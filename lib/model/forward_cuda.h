@@ -8,7 +8,6 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
-#include "l2plan.h"
 #include "model.h"
 
 #include "../../cuda/model/decode_ops.cuh"
@@ -64,8 +63,6 @@ struct hz_gpu_session {
                               captured), 1 captured, -1 capture failed: eager from then on */
     char graph_why[200];   /* why the capture failed */
     hz_decode_graph *graph; /* full residency: the whole step (embedding .. argmax) */
-    hz_l2plan l2plan;      /* weights prefetched into L2 ahead of their kernel (l2plan.h) */
-    char l2spec[64];       /* its spec, for the stats */
     uint64_t graph_steps, eager_steps;
 };
 

@@ -23,6 +23,8 @@
  *     public API (graph + PDL, eager + PDL, eager) near position 64 and near position 1024; then the
  *     non-routed kernels of one step at those shapes (each in a graph, times the layer count) to
  *     split the step into non-routed kernels and the rest (routed experts, launch gaps, host).
+ *     Each mode prints a hash of the greedy tokens it produced (FNV-1a): equal hashes, equal tokens.
+ *     HZ_BENCH_GRAPH_ONLY=1 times the graph mode only and skips the breakdown.
  * Exit status 0 when every check passed. */
 #include <math.h>
 #include <stdio.h>
@@ -831,40 +833,11 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
         int graph, pdl;
     } modes[3] = {{"graph + pdl", 1, 1}, {"eager + pdl", 0, 1}, {"eager", 0, 0}};
     double graph_ms[2] = {0, 0};
-    /* HZ_BENCH_PLANS="off;A=or,R=qkv;...": graph + pdl steps under each L2 prefetch plan (l2plan.h)
-     * instead of the three launch modes, tokens compared across plans, no kernel breakdown. */
-    const char *plans = getenv("HZ_BENCH_PLANS");
-    if (plans && *plans && !bad) {
-        char list[1024];
-        snprintf(list, sizeof list, "%s", plans);
-        uint64_t first = 0;
-        int n = 0;
-        for (char *save = NULL, *pl = strtok_r(list, ";", &save); pl && !bad; pl = strtok_r(NULL, ";", &save), n++) {
-            setenv("HZ_DECODE_L2PF", pl, 1);
-            hz_session *s = NULL;
-            hz_session_options so;
-            hz_session_options_init(&so);
-            so.max_context = 2048;
-            if (hz_session_create(m, &so, &s)) {
-                printf("FAIL: session: %s\n", hz_last_error_message());
-                bad = 1;
-                break;
-            }
-            int32_t tok = 1;
-            uint64_t trace = 0xcbf29ce484222325ull;
-            const double a = time_steps(s, 32, nsteps, &tok, &trace);
-            const double b2 = time_steps(s, 1024 - nsteps / 2, nsteps, &tok, &trace);
-            if (n == 0) first = trace;
-            const int same = trace == first;
-            if (a < 0 || b2 < 0 || !same) bad = 1;
-            printf("  plan %-22s pos 32..%u %.3f ms/step = %7.1f tok/s | pos ~1024 %.3f ms/step = %7.1f tok/s | tokens %s\n",
-                   pl, 32 + nsteps, a, 1e3 / a, b2, 1e3 / b2, same ? "identical" : "DIFFER");
-            hz_session_destroy(s);
-        }
-        unsetenv("HZ_DECODE_L2PF");
-        goto done;
-    }
-    for (int md = 0; md < 3 && !bad; md++) {
+    /* HZ_BENCH_GRAPH_ONLY=1: the graph + pdl mode only, no kernel breakdown (quick comparisons of
+     * builds or of HZ_W4A16_PATH). */
+    const char *only = getenv("HZ_BENCH_GRAPH_ONLY");
+    const int nmodes = only && strcmp(only, "1") == 0 ? 1 : 3;
+    for (int md = 0; md < nmodes && !bad; md++) {
         hz_session *s = NULL;
         hz_session_options so;
         hz_session_options_init(&so);
@@ -877,7 +850,7 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
             break;
         }
         int32_t tok = 1;
-        uint64_t trace = 0;
+        uint64_t trace = 0xcbf29ce484222325ull;
         double a = time_steps(s, 32, nsteps, &tok, &trace);
         double b2 = time_steps(s, 1024 - nsteps / 2, nsteps, &tok, &trace);
         char *js = NULL;
@@ -897,8 +870,9 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
             path_s = dp;
         }
         if (a < 0 || b2 < 0) bad = 1;
-        printf("  %-12s (%s): pos 32..%u %.3f ms/step = %7.1f tok/s | pos ~1024 %.3f ms/step = %7.1f tok/s\n",
-               modes[md].name, path_s, 32 + nsteps, a, 1e3 / a, b2, 1e3 / b2);
+        printf("  %-12s (%s): pos 32..%u %.3f ms/step = %7.1f tok/s | pos ~1024 %.3f ms/step = %7.1f tok/s | "
+               "tokens %016llx\n",
+               modes[md].name, path_s, 32 + nsteps, a, 1e3 / a, b2, 1e3 / b2, (unsigned long long)trace);
         if (js && md == 0 && strstr(js, "\"graph_fallback\":\"")) printf("  %s\n", strstr(js, "\"graph_fallback\""));
         hz_free(js);
         if (md == 0) {
@@ -907,12 +881,11 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
         }
         hz_session_destroy(s);
     }
-    if (!bad) {
+    if (!bad && nmodes == 3) {
         const uint32_t pos[2] = {32 + nsteps / 2, 1024};
         double sums[2];
         nonrouted_breakdown(&cfg, pos, 2, sums, graph_ms, 2048, reps);
     }
-done:
     if (m && hz_model_destroy(m)) bad = 1;
     if (c && hz_cache_destroy(c)) bad = 1;
     if (d && hz_device_close(d)) bad = 1;
