@@ -693,7 +693,7 @@ int hz_w4a16_bulk_fused_launch(const hz_w4a16_args *a, void *stream) {
     const bool pdl = (a->flags & HZ_W4A16_PDL) && !g_coop_pdl_refused.load(std::memory_order_relaxed);
     cfg.numAttrs = pdl ? 2 : 1;
     e = cudaLaunchKernelEx(&cfg, HZ_FUSED_KERNEL, p);
-    if (e != cudaSuccess && pdl && e != cudaErrorLaunchFailure && e != cudaErrorIllegalAddress) {
+    if (pdl && (e == cudaErrorInvalidValue || e == cudaErrorNotSupported)) { /* the pair refused, nothing broken */
         (void)cudaGetLastError();
         g_coop_pdl_refused.store(1, std::memory_order_relaxed);
         cfg.numAttrs = 1;

@@ -312,25 +312,21 @@ __global__ void __launch_bounds__(kGemvThreads, 4) dgemv_kernel(const __grid_con
             emit_row<ROUTE>(p, row, acc, lane, ro, xs);
         }
     }
-    float best = ro.best;
-    uint32_t best_i = ro.best_i;
     if (a.tail != HZ_DGEMV_TAIL_ARGMAX) return; /* the router tail ran in the loop */
 
-    if (a.tail == HZ_DGEMV_TAIL_ARGMAX) {
-        if (lane == 0) {
-            wbest[warp] = best;
-            wbidx[warp] = best_i;
-        }
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            for (uint32_t w = 1; w < kGemvWarps; w++)
-                if (better(wbest[w], wbidx[w], best, best_i)) {
-                    best = wbest[w];
-                    best_i = wbidx[w];
-                }
-            p.bval[blockIdx.x] = best;
-            p.bidx[blockIdx.x] = best_i;
-        }
+    if (lane == 0) {
+        wbest[warp] = ro.best;
+        wbidx[warp] = ro.best_i;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (uint32_t w = 1; w < kGemvWarps; w++)
+            if (better(wbest[w], wbidx[w], ro.best, ro.best_i)) {
+                ro.best = wbest[w];
+                ro.best_i = wbidx[w];
+            }
+        p.bval[blockIdx.x] = ro.best;
+        p.bidx[blockIdx.x] = ro.best_i;
     }
     /* The last block to finish sees every other block's rows (fence before the ticket, fence after). */
     __threadfence();

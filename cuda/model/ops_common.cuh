@@ -88,14 +88,62 @@ __device__ __forceinline__ void griddep_launch() {
 
 __device__ __forceinline__ void prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
+/* The router's steps after the maxima, shared by route_block and route_warp so that a block and a warp
+ * select identically; `t` of `n` threads (a block or a warp) take part where a step is parallel. */
+
+/* 1 / sum of the E exponentials, added in expert order by one thread (as forward.c). */
+__device__ __forceinline__ float route_inv_sum(const float *p, uint32_t E) {
+    float sum = 0.0f;
+    for (uint32_t e = 0; e < E; e++) sum += p[e];
+    return 1.0f / sum;
+}
+
+/* The top-k of the CPU's insertion rule (strict >, so ties keep the lower id), i.e. the k largest by
+ * (value descending, id ascending): each thread ranks its experts against all others. A NaN (from NaN
+ * logits) ranks as -inf: the ranks stay a permutation, so every chosen slot is written and every id
+ * is a valid expert. */
+__device__ __forceinline__ void route_rank(const float *p, uint32_t E, uint32_t K, uint32_t t, uint32_t n,
+                                           uint32_t *sel_id, float *sel_v) {
+    for (uint32_t e = t; e < E; e += n) {
+        const float v = p[e], kv = v == v ? v : -INFINITY;
+        uint32_t rank = 0;
+        for (uint32_t o = 0; o < E; o++) {
+            const float ko = p[o] == p[o] ? p[o] : -INFINITY;
+            rank += (ko > kv) || (ko == kv && o < e);
+        }
+        if (rank < K) {
+            sel_id[rank] = e;
+            sel_v[rank] = v;
+        }
+    }
+}
+
+/* The renormalisation of the chosen weights, added in rank order by one thread, as the CPU does. */
+__device__ __forceinline__ void route_renorm(float *sel_v, uint32_t K) {
+    float sum = 0.0f;
+    for (uint32_t k = 0; k < K; k++) sum += sel_v[k];
+    for (uint32_t k = 0; k < K; k++) sel_v[k] /= sum;
+}
+
+/* ids_out[k], w_out[k] sorted by id (the executor's order) and, with a table, rows_out[k] = table[id]. */
+__device__ __forceinline__ void route_write(const uint32_t *sel_id, const float *sel_v, uint32_t K, uint32_t t,
+                                            uint32_t n, uint32_t *ids_out, float *w_out, const void *const *table,
+                                            const void **rows_out) {
+    for (uint32_t k = t; k < K; k += n) {
+        const uint32_t id = sel_id[k];
+        uint32_t at = 0;
+        for (uint32_t o = 0; o < K; o++) at += sel_id[o] < id;
+        ids_out[at] = id;
+        w_out[at] = sel_v[k];
+        if (table) rows_out[at] = table[id];
+    }
+}
+
 /* Router over E FP16 logits, run by ONE block (any size that is a multiple of 32): softmax in FP32
- * with the sum added in expert order by one thread (as forward.c), then the top-k of the CPU's
- * insertion rule (strict >, so ties keep the lower id), i.e. the k largest by (value descending, id
- * ascending): each thread ranks its experts against all others in parallel. The renormalisation (when
- * asked) adds the chosen weights in that rank order, as the CPU does. Writes ids_out[k], w_out[k]
- * sorted by id and, when `table` is given, rows_out[k] = table[id]. Logits are read through L2 (they
- * may have been written by other blocks of the same grid). `p` is shared memory for E floats, `red`
- * for 33. */
+ * with the sum added in expert order by one thread, then the top-k and the optional renormalisation
+ * above. Writes ids_out[k], w_out[k] sorted by id and, when `table` is given, rows_out[k] = table[id].
+ * Logits are read through L2 (they may have been written by other blocks of the same grid). `p` is
+ * shared memory for E floats, `red` for 33. */
 __device__ void route_block(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
                             float *w_out, const void *const *table, const void **rows_out, float *p, float *red,
                             float *inv_sum) {
@@ -109,49 +157,21 @@ __device__ void route_block(const uint16_t *logits, uint32_t E, uint32_t K, int 
     mx = block_reduce<true>(mx, red);
     for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] = expf(p[e] - mx);
     __syncthreads();
-    if (threadIdx.x == 0) {
-        float sum = 0.0f;
-        for (uint32_t e = 0; e < E; e++) sum += p[e];
-        *inv_sum = 1.0f / sum;
-    }
+    if (threadIdx.x == 0) *inv_sum = route_inv_sum(p, E);
     __syncthreads();
     for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] *= *inv_sum;
     __syncthreads();
-    /* A NaN (from NaN logits) ranks as -inf: the ranks stay a permutation, so every chosen slot is
-     * written and every id is a valid expert. */
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
-        const float v = p[e], kv = v == v ? v : -INFINITY;
-        uint32_t rank = 0;
-        for (uint32_t o = 0; o < E; o++) {
-            const float ko = p[o] == p[o] ? p[o] : -INFINITY;
-            rank += (ko > kv) || (ko == kv && o < e);
-        }
-        if (rank < K) {
-            sel_id[rank] = e;
-            sel_v[rank] = v;
-        }
-    }
+    route_rank(p, E, K, threadIdx.x, blockDim.x, sel_id, sel_v);
     __syncthreads();
-    if (norm_topk && threadIdx.x == 0) {
-        float sum = 0.0f;
-        for (uint32_t k = 0; k < K; k++) sum += sel_v[k];
-        for (uint32_t k = 0; k < K; k++) sel_v[k] /= sum;
-    }
+    if (norm_topk && threadIdx.x == 0) route_renorm(sel_v, K);
     __syncthreads();
-    for (uint32_t k = threadIdx.x; k < K; k += blockDim.x) { /* ascending ids: the executor's order */
-        const uint32_t id = sel_id[k];
-        uint32_t at = 0;
-        for (uint32_t o = 0; o < K; o++) at += sel_id[o] < id;
-        ids_out[at] = id;
-        w_out[at] = sel_v[k];
-        if (table) rows_out[at] = table[id];
-    }
+    route_write(sel_id, sel_v, K, threadIdx.x, blockDim.x, ids_out, w_out, table, rows_out);
 }
 
-/* route_block's router run by ONE warp, step for step (the same maxima, the same expf, the softmax sum
- * added in expert order by lane 0, the same ranking and renormalisation), so both select identically.
- * Lets the router GEMV route as soon as its last router row is written, while its other blocks still
- * stream the rest of the layer's rows. `p` is shared memory for E floats owned by this warp. */
+/* route_block's router run by ONE warp, step for step (the maxima by a warp reduction, the rest the
+ * shared steps above), so both select identically. Lets the router GEMV route as soon as its last
+ * router row is written, while its other blocks still stream the rest of the layer's rows. `p` is
+ * shared memory for E floats owned by this warp. */
 __device__ void route_warp(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
                            float *w_out, const void *const *table, const void **rows_out, float *p) {
     __shared__ uint32_t sel_id[kRouteMaxK];
@@ -165,42 +185,14 @@ __device__ void route_warp(const uint16_t *logits, uint32_t E, uint32_t K, int n
     mx = warp_max(mx);
     for (uint32_t e = lane; e < E; e += kWarp) p[e] = expf(p[e] - mx);
     __syncwarp();
-    float inv = 0.0f;
-    if (lane == 0) {
-        float sum = 0.0f;
-        for (uint32_t e = 0; e < E; e++) sum += p[e];
-        inv = 1.0f / sum;
-    }
-    inv = __shfl_sync(0xffffffffu, inv, 0);
+    const float inv = __shfl_sync(0xffffffffu, lane == 0 ? route_inv_sum(p, E) : 0.0f, 0);
     for (uint32_t e = lane; e < E; e += kWarp) p[e] *= inv;
     __syncwarp();
-    for (uint32_t e = lane; e < E; e += kWarp) {
-        const float v = p[e], kv = v == v ? v : -INFINITY;
-        uint32_t rank = 0;
-        for (uint32_t o = 0; o < E; o++) {
-            const float ko = p[o] == p[o] ? p[o] : -INFINITY;
-            rank += (ko > kv) || (ko == kv && o < e);
-        }
-        if (rank < K) {
-            sel_id[rank] = e;
-            sel_v[rank] = v;
-        }
-    }
+    route_rank(p, E, K, lane, kWarp, sel_id, sel_v);
     __syncwarp();
-    if (norm_topk && lane == 0) {
-        float sum = 0.0f;
-        for (uint32_t k = 0; k < K; k++) sum += sel_v[k];
-        for (uint32_t k = 0; k < K; k++) sel_v[k] /= sum;
-    }
+    if (norm_topk && lane == 0) route_renorm(sel_v, K);
     __syncwarp();
-    for (uint32_t k = lane; k < K; k += kWarp) {
-        const uint32_t id = sel_id[k];
-        uint32_t at = 0;
-        for (uint32_t o = 0; o < K; o++) at += sel_id[o] < id;
-        ids_out[at] = id;
-        w_out[at] = sel_v[k];
-        if (table) rows_out[at] = table[id];
-    }
+    route_write(sel_id, sel_v, K, lane, kWarp, ids_out, w_out, table, rows_out);
 }
 
 } // namespace

@@ -772,19 +772,20 @@ static int write_model(const char *path, const hz_model_config *cfg) {
     return hz_artifact_writer_finish(w, NULL);
 }
 
-/* Greedy steps through the public API; ms per step over [from, from + n) after running up to `from`.
- * Every token produced is folded into *trace (FNV-1a), so runs can be compared for identical output. */
+/* One greedy step; the token it produced is folded into *trace (FNV-1a), so runs can be compared for
+ * identical output. */
+static int traced_step(hz_session *s, int32_t *tok, uint64_t *trace) {
+    const int st = hz_decode_step(s, *tok, tok);
+    *trace = (*trace ^ (uint32_t)*tok) * 0x100000001b3ull;
+    return st;
+}
+
+/* Greedy steps through the public API; ms per step over [from, from + n) after running up to `from`. */
 static double time_steps(hz_session *s, uint32_t from, uint32_t n, int32_t *tok, uint64_t *trace) {
     int st = HZ_OK;
-    while (hz_session_position(s) < from && !st) {
-        st = hz_decode_step(s, *tok, tok);
-        *trace = (*trace ^ (uint32_t)*tok) * 0x100000001b3ull;
-    }
+    while (hz_session_position(s) < from && !st) st = traced_step(s, tok, trace);
     double t0 = hz_now_seconds();
-    for (uint32_t i = 0; i < n && !st; i++) {
-        st = hz_decode_step(s, *tok, tok);
-        *trace = (*trace ^ (uint32_t)*tok) * 0x100000001b3ull;
-    }
+    for (uint32_t i = 0; i < n && !st; i++) st = traced_step(s, tok, trace);
     double dt = hz_now_seconds() - t0;
     if (st) {
         printf("FAIL: decode step: %s\n", hz_last_error_message());
