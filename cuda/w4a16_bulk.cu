@@ -271,10 +271,13 @@ __global__ void __launch_bounds__(kMaxDnWarps * 32) bulk_down_kernel(const __gri
  * its down tiles, whose codes arrived while gate_up ran, then adds the experts of each of its rows in
  * the given order. The whole layer is one launch and one stream of copies.
  *
- * Where the time goes (H200, OLMoE layer, 2026-11-29, by switching parts off): reading the layer's
- * bytes and the grid barrier take ~11 us (a plain streaming read of the same bytes: ~9.2 us); the
- * code expansion and MMAs add ~4 us (gate_up) and ~2.5 us (down) of instruction issue on each SM that
- * the copies do not hide, even with staged copies (tried: slower). */
+ * Where the time goes (H200, OLMoE layer, 2026-11-29, clock64 stamps per block, medians, in cycles
+ * after entry): x staged ~1,900; copy loops done ~6,000; all gate_up bytes in ~11,800; gate_up math
+ * done ~13,800; grid barrier passed ~17,400; intermediate staged ~18,200; down math done ~22,400;
+ * end ~23,200. The math is issue-bound (Nsight Compute: ~2 instructions per cycle per SM while it
+ * runs), so the instructions per weight (hz_and_or) and starting it while bytes still stream (stages,
+ * late down copies) are what moved the layer from 17.0 to 14.2 us; the barrier and the down pass,
+ * which cannot start before every gate_up tile is written, are most of what remains. */
 
 struct BulkFusedParams {
     hz_blob_ptrs ptrs;
@@ -291,27 +294,55 @@ struct BulkFusedParams {
     uint32_t dn_tiles;     /* 16-row output tiles: ceil(hidden / 16) */
     uint32_t dn_per_block; /* consecutive output tiles per block */
     uint32_t gu_sc_bytes, gu_tile_bytes, dn_sc_bytes, dn_tile_bytes;
-    uint32_t off_x, off_gu, off_dn, off_act, off_red, smem_bytes;
+    uint32_t off_x, off_gu, off_dn, off_act, off_red, off_w, smem_bytes;
+    uint32_t f16_magic; /* 0x64006400, see hz_and_or */
 };
 
 /* Code rows in shared memory are swizzled: odd rows swap the two 64-byte halves of every 128 bytes, so
  * the two rows that one quarter-warp reads in the same phase (g = 2m and 2m + 1) use different banks. */
 __device__ __forceinline__ uint32_t swz(uint32_t row, uint32_t chunk) { return chunk ^ ((row & 1u) << 2); }
 
+/* One warp copies 256-value block b (8 chunks of 16 bytes) of `rows` code rows: lane = 8 x row-in-pass
+ * + chunk, four rows per pass. Fixed lane arithmetic (shifts), a few instructions per LDGSTS: with a
+ * general row/chunk walk the index arithmetic was about a fifth of the fused kernel's instructions
+ * (Nsight Compute, OLMoE layer), all of it ahead of the copies it delays. */
+__device__ __forceinline__ void copy_block_rows(uint8_t *dst, uint32_t dst_stride, const uint8_t *src,
+                                                uint32_t src_stride, uint32_t rows, uint32_t b, uint32_t lane) {
+    const uint32_t ch = 8u * b + (lane & 7u);
+    for (uint32_t r = lane >> 3; r < rows; r += 4u)
+        cp_async16(dst + r * dst_stride + 16u * swz(r, ch), src + (uint64_t)r * src_stride + 16u * ch);
+}
+
+/* cp.async.wait_group with a count known only after unrolling. */
+__device__ __forceinline__ void cp_async_wait_n(uint32_t n) {
+    switch (n) {
+    case 0: cp_async_wait<0>(); break;
+    case 1: cp_async_wait<1>(); break;
+    case 2: cp_async_wait<2>(); break;
+    case 3: cp_async_wait<3>(); break;
+    case 4: cp_async_wait<4>(); break;
+    case 5: cp_async_wait<5>(); break;
+    case 6: cp_async_wait<6>(); break;
+    case 7: cp_async_wait<7>(); break;
+    default: cp_async_wait<8>(); break;
+    }
+}
+
 /* kSplit: each tile's K range is split over kSplit warps (whole 256-value blocks per part). Each warp
- * copies exactly the bytes it computes on (LDGSTS, 16 bytes per lane and step; cp.async group 0: its
- * gate_up items, group 1: its down items), so its math starts as soon as its own bytes are in, while
- * the rest of the layer still streams. Every item keeps a private copy of its tile's scale rows. */
-template <int kWarps, int kSplit>
+ * copies exactly the bytes it computes on (LDGSTS, 16 bytes per lane and step; cp.async groups: its
+ * gate_up item in kStages parts along K, then its down items), so its math starts as soon as its own
+ * bytes are in, while the rest of the layer still streams. Every item keeps a private copy of its
+ * tile's scale rows. */
+template <int kWarps, int kSplit, int kStages>
 __global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_constant__ BulkFusedParams p) {
     extern __shared__ __align__(128) uint8_t sm[];
     /* The next kernel of the step (launched with programmatic dependent launch) may start its own
      * weight loads as our blocks retire; it waits for this grid before reading anything we write. */
     hz_griddep_launch_dependents();
+    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u;
     /* Launched with programmatic dependent launch (HZ_W4A16_PDL), this grid is placed while the
      * router still runs; everything below reads its results (blob addresses, x, weights, acc). */
     hz_griddep_wait();
-    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u;
     uint32_t *xs = reinterpret_cast<uint32_t *>(sm + p.off_x);
     const uint32_t h_row = p.hkp / 2u, h_nb = p.hkp / HZ_QBLOCK;
     const uint32_t i_row = p.ikp / 2u, i_nb = p.ikp / HZ_QBLOCK;
@@ -320,50 +351,69 @@ __global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_co
     const uint32_t gu_count = gu_first < gu_total ? min(p.gu_per_block, gu_total - gu_first) : 0u;
     const uint32_t dn_count = dn_first < p.dn_tiles ? min(p.dn_per_block, p.dn_tiles - dn_first) : 0u;
 
-    /* 1. This warp's copies: its gate_up item (at most one per warp: the launcher checks) as one
-     * cp.async group, then its down items as a second. Every warp commits both groups, so the waits
-     * below count alike. */
+    /* 0. x, the routing weights and this block's first rows of acc, before any copy: a load issued
+     * after the copies waits behind all of this SM's copy traffic (in-kernel clocks, OLMoE layer: about
+     * 4,000 cycles). Nothing else writes acc while this grid runs. */
+    hz_fill_act_records<false>(xs, p.x, 1, 0, p.hidden, p.hkp / HZ_QCHUNK);
+    float *wsm = reinterpret_cast<float *>(sm + p.off_w);
+    if (threadIdx.x < p.n) wsm[threadIdx.x] = __ldcg(p.weights + threadIdx.x);
+    const uint32_t j_first = dn_first * kDnTileRows + threadIdx.x;
+    const float acc_first =
+        (p.acc && threadIdx.x < dn_count * kDnTileRows && j_first < p.hidden) ? __ldcg(p.acc + j_first) : 0.0f;
+    __syncthreads(); /* x and the weights staged */
+
+    /* 1. This warp's copies: its gate_up item (at most one per warp: the launcher checks) in kStages
+     * cp.async groups along K (stage k: the k-th share of the part's 256-blocks; the scales ride with
+     * stage 0), then its down items as one more group. The SM's requests go out stage by stage, so
+     * early stages land first. An LDGSTS does not issue until the SM has room for its request, so a
+     * warp's copy loop lasts about as long as the stream: a warp with a gate_up item therefore issues
+     * its down copies only after its stage-0 math (in-kernel clocks: its math then starts ~4,000 cycles
+     * earlier; OLMoE layer 15.3 -> 14.2 us). The waits count each warp's own groups. */
     const uint32_t gq = warp % kSplit, gk = warp / kSplit;
     const uint32_t g_tile = gu_first + gk, g_e = g_tile / p.gu_tiles, g_i0 = (g_tile % p.gu_tiles) * kGuTileRows;
     const uint32_t g_rows = (warp < gu_count * kSplit && g_i0 < p.inter_n) ? min(kGuTileRows, p.inter_n - g_i0) : 0u;
     const uint32_t pb0 = gq * h_nb / kSplit, pb1 = (gq + 1u) * h_nb / kSplit; /* this part's 256-blocks */
+    const uint32_t nbp = pb1 - pb0;
     uint8_t *g_base = sm + p.off_gu + gk * p.gu_tile_bytes;
-    if (g_rows) {
-        const uint8_t *blob = hz_blob(p.ptrs, p.blobs_dev, (int)g_e);
-        const uint32_t c0 = 8u * pb0, cpr = 8u * (pb1 - pb0);
-        for (uint32_t c = lane; c < 2u * g_rows * cpr; c += 32u) {
-            const uint32_t proj = c / (g_rows * cpr), rem = c % (g_rows * cpr), rr = rem / cpr, ch = c0 + rem % cpr;
-            cp_async16(g_base + proj * kGuTileRows * h_row + rr * h_row + 16u * swz(rr, ch),
-                       blob + (proj ? p.up_q : p.gate_q) + (uint64_t)(g_i0 + rr) * h_row + 16u * ch);
+    const uint8_t *g_blob = g_rows ? hz_blob(p.ptrs, p.blobs_dev, (int)g_e) : nullptr;
+#pragma unroll
+    for (int st = 0; st < kStages; st++) {
+        if (g_rows) {
+            if (st == 0) {
+                const uint32_t sc = round_up(g_rows * h_nb * 2u, 16u) / 16u;
+                uint8_t *sdst = g_base + 2u * kGuTileRows * h_row + gq * 2u * p.gu_sc_bytes;
+                for (uint32_t c = lane; c < 2u * sc; c += 32u) {
+                    const uint32_t proj = c >= sc, off = 16u * (proj ? c - sc : c);
+                    cp_async16(sdst + proj * p.gu_sc_bytes + off,
+                               g_blob + (proj ? p.up_s : p.gate_s) + (uint64_t)g_i0 * h_nb * 2u + off);
+                }
+            }
+            for (uint32_t b = pb0 + (uint32_t)st * nbp / kStages; b < pb0 + (uint32_t)(st + 1) * nbp / kStages; b++) {
+                copy_block_rows(g_base, h_row, g_blob + p.gate_q + (uint64_t)g_i0 * h_row, h_row, g_rows, b, lane);
+                copy_block_rows(g_base + kGuTileRows * h_row, h_row, g_blob + p.up_q + (uint64_t)g_i0 * h_row, h_row,
+                                g_rows, b, lane);
+            }
         }
-        const uint32_t sc = round_up(g_rows * h_nb * 2u, 16u) / 16u;
-        uint8_t *sdst = g_base + 2u * kGuTileRows * h_row + gq * 2u * p.gu_sc_bytes;
-        for (uint32_t c = lane; c < 2u * sc; c += 32u) {
-            const uint32_t proj = c / sc, off = 16u * (c % sc);
-            cp_async16(sdst + proj * p.gu_sc_bytes + off,
-                       blob + (proj ? p.up_s : p.gate_s) + (uint64_t)g_i0 * h_nb * 2u + off);
-        }
+        cp_async_commit();
     }
-    cp_async_commit();
-    for (uint32_t item = warp; item < dn_count * p.n * kSplit; item += kWarps) {
-        const uint32_t u = item / kSplit, q = item % kSplit;
-        const uint32_t r = u / p.n, e = u % p.n, j0 = (dn_first + r) * kDnTileRows;
-        const uint32_t rows = min(kDnTileRows, p.hidden - j0);
-        const uint8_t *blob = hz_blob(p.ptrs, p.blobs_dev, (int)e);
-        uint8_t *base = sm + p.off_dn + u * p.dn_tile_bytes;
-        const uint32_t c0 = 8u * (q * i_nb / kSplit), cpr = 8u * ((q + 1u) * i_nb / kSplit) - c0;
-        for (uint32_t c = lane; c < rows * cpr; c += 32u) {
-            const uint32_t rr = c / cpr, ch = c0 + c % cpr;
-            cp_async16(base + rr * i_row + 16u * swz(rr, ch), blob + p.down_q + (uint64_t)(j0 + rr) * i_row + 16u * ch);
+    auto issue_down = [&]() {
+        for (uint32_t item = warp; item < dn_count * p.n * kSplit; item += kWarps) {
+            const uint32_t u = item / kSplit, q = item % kSplit;
+            const uint32_t r = u / p.n, e = u % p.n, j0 = (dn_first + r) * kDnTileRows;
+            const uint32_t rows = min(kDnTileRows, p.hidden - j0);
+            const uint8_t *blob = hz_blob(p.ptrs, p.blobs_dev, (int)e);
+            uint8_t *base = sm + p.off_dn + u * p.dn_tile_bytes;
+            for (uint32_t b = q * i_nb / kSplit; b < (q + 1u) * i_nb / kSplit; b++)
+                copy_block_rows(base, i_row, blob + p.down_q + (uint64_t)j0 * i_row, i_row, rows, b, lane);
+            const uint32_t sc = round_up(rows * i_nb * 2u, 16u) / 16u;
+            uint8_t *sdst = base + kDnTileRows * i_row + q * p.dn_sc_bytes;
+            for (uint32_t c = lane; c < sc; c += 32u)
+                cp_async16(sdst + 16u * c, blob + p.down_s + (uint64_t)j0 * i_nb * 2u + 16u * c);
         }
-        const uint32_t sc = round_up(rows * i_nb * 2u, 16u) / 16u;
-        uint8_t *sdst = base + kDnTileRows * i_row + q * p.dn_sc_bytes;
-        for (uint32_t c = lane; c < sc; c += 32u)
-            cp_async16(sdst + 16u * c, blob + p.down_s + (uint64_t)j0 * i_nb * 2u + 16u * c);
-    }
-    cp_async_commit();
-    hz_fill_act_records<false>(xs, p.x, 1, 0, p.hidden, p.hkp / HZ_QCHUNK);
-    __syncthreads(); /* x staged */
+        cp_async_commit();
+    };
+    const bool dn_late = warp < gu_count * kSplit; /* a warp with a gate_up item issues its down copies late */
+    if (!dn_late) issue_down();
 
     /* 2. gate_up: work item (tile k, K part q); the parts' FP32 sums meet in shared memory. */
     float *red_gu = reinterpret_cast<float *>(sm + p.off_red); /* [gu_per_block][kSplit][8][2] */
@@ -376,20 +426,25 @@ __global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_co
         const __half *sup = reinterpret_cast<const __half *>(scb + p.gu_sc_bytes) + r * h_nb;
         const uint8_t *qg = g_base + r * h_row, *qu = qg + kGuTileRows * h_row;
         float d[4][4] = {};
-        cp_async_wait<1>(); /* this lane's gate_up copies landed (the down group may still run) ... */
-        __syncwarp();       /* ... and every lane's of this warp are visible */
-        if (g_rows) {
+#pragma unroll
+        for (int st = 0; st < kStages; st++) {
+            if (dn_late && st == 1) issue_down();
+            cp_async_wait_n((uint32_t)(kStages - 1 - st) + (!dn_late || st >= 1 ? 1u : 0u)); /* stages 0..st landed */
+            __syncwarp();                               /* ... and every lane's of this warp are visible */
+            if (!g_rows) continue;
 #pragma unroll 2
-            for (uint32_t s = 2u * pb0; s < 2u * pb1; s++) {
+            for (uint32_t s = 2u * (pb0 + (uint32_t)st * nbp / kStages); s < 2u * (pb0 + (uint32_t)(st + 1) * nbp / kStages);
+                 s++) {
                 const uint32_t ch = 16u * swz(r, 4u * s + t);
                 const uint4 a = *reinterpret_cast<const uint4 *>(qg + ch);
                 const uint4 b = *reinterpret_cast<const uint4 *>(qu + ch);
                 uint32_t xh[16];
                 hz_lds_pairs(xs + (4u * s + t) * kActWords, xh);
-                hz_mma_segment(d, a, b, xh);
+                hz_mma_segment(d, a, b, xh, p.f16_magic);
                 if (s & 1u) hz_mma_fold(d, __half2float(sgp[s >> 1]), __half2float(sup[s >> 1]), acc_g, acc_u);
             }
         }
+        if (dn_late && kStages == 1) issue_down();
         if (t == 0) {
             red_gu[((gk * kSplit + gq) * kGuTileRows + g) * 2u] = acc_g;
             red_gu[((gk * kSplit + gq) * kGuTileRows + g) * 2u + 1u] = acc_u;
@@ -412,9 +467,19 @@ __global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_co
     cooperative_groups::this_grid().sync();
     if (dn_count == 0) return;
     {
+        /* Four loads in flight per thread before any store: one L2 round trip, not four. */
         const uint4 *src = reinterpret_cast<const uint4 *>(p.inter);
         uint4 *dst = reinterpret_cast<uint4 *>(sm + p.off_act);
-        for (uint32_t c = threadIdx.x; c < p.n * (p.ikp / 8u); c += blockDim.x) dst[c] = __ldcg(src + c);
+        const uint32_t pieces = p.n * (p.ikp / 8u);
+        for (uint32_t c = threadIdx.x; c < pieces; c += 4u * blockDim.x) {
+            uint4 v[4];
+#pragma unroll
+            for (uint32_t k = 0; k < 4u; k++)
+                if (c + k * blockDim.x < pieces) v[k] = __ldcg(src + c + k * blockDim.x);
+#pragma unroll
+            for (uint32_t k = 0; k < 4u; k++)
+                if (c + k * blockDim.x < pieces) dst[c + k * blockDim.x] = v[k];
+        }
     }
     cp_async_wait<0>(); /* this lane's down copies landed; the barrier below shares them */
     __syncthreads();
@@ -431,13 +496,13 @@ __global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_co
         const uint8_t *qa = tile + ra * i_row, *qb = tile + rb * i_row;
         const uint32_t s0 = 2u * (q * i_nb / kSplit), s1 = 2u * ((q + 1u) * i_nb / kSplit);
         float acc_a = 0.0f, acc_b = 0.0f, d[4][4] = {};
-#pragma unroll 2
+#pragma unroll 4
         for (uint32_t s = s0; s < s1; s++) {
             const uint4 a = *reinterpret_cast<const uint4 *>(qa + 16u * swz(ra, 4u * s + t));
             const uint4 b = *reinterpret_cast<const uint4 *>(qb + 16u * swz(rb, 4u * s + t));
             uint32_t xh[16];
             lds_raw_pairs(act, 4u * s + t, xh);
-            hz_mma_segment(d, a, b, xh);
+            hz_mma_segment(d, a, b, xh, p.f16_magic);
             if (s & 1u)
                 hz_mma_fold(d, __half2float(sc[ra * i_nb + (s >> 1)]), __half2float(sc[rb * i_nb + (s >> 1)]), acc_a,
                             acc_b);
@@ -451,11 +516,11 @@ __global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_co
     for (uint32_t jl = threadIdx.x; jl < dn_count * kDnTileRows; jl += blockDim.x) {
         const uint32_t r = jl / kDnTileRows, row = jl % kDnTileRows, j = dn_first * kDnTileRows + jl;
         if (j >= p.hidden) break;
-        float s = p.acc ? __ldcg(p.acc + j) : 0.0f;
+        float s = p.acc ? (jl == threadIdx.x ? acc_first : __ldcg(p.acc + j)) : 0.0f;
         for (uint32_t e = 0; e < p.n; e++) {
             float ye = 0.0f;
             for (uint32_t q = 0; q < kSplit; q++) ye += red_dn[((r * p.n + e) * kSplit + q) * kDnTileRows + row];
-            s = fmaf(__ldcg(p.weights + e), ye, s);
+            s = fmaf(wsm[e], ye, s);
         }
         if (p.acc) p.acc[j] = s;
         if (p.y) p.y[j] = __float2half_rn(s);
@@ -473,12 +538,13 @@ struct DeviceInfo {
     int smem_optin;  /* most dynamic shared memory per block */
 };
 
-/* The fused kernel as launched: 16 warps, each gate_up tile's K split over two warps, one copy group.
- * Chosen on the H200 (2026-11-29, tests/gpu/bench_w4a16) among 8/16/32 warps, K split 1/2/4, 1/2/4/8
- * copy stages and bulk-copy (TMA) against LDGSTS copies: OLMoE layer 16.9-20.1 us, Qwen 14.0-18.5 us,
- * this one the fastest or within 0.4 us of it for both shapes. */
-constexpr int kFusedWarpsUsed = 16, kFusedSplitUsed = 2;
-#define HZ_FUSED_KERNEL bulk_fused_kernel<kFusedWarpsUsed, kFusedSplitUsed>
+/* The fused kernel as launched: 16 warps, each gate_up tile's K split over two warps, four copy stages.
+ * Chosen on the H200 (2026-11-29, tests/gpu/bench_w4a16) among 8/16/32 warps, K split 1/2/4 and
+ * bulk-copy (TMA) against LDGSTS copies (OLMoE layer 16.9-20.1 us, Qwen 14.0-18.5 us before this
+ * round's changes), then stages with the current loop: OLMoE 14.24 / 14.33 us (4 / 2 stages), Qwen
+ * 11.73 / 12.48 (1 and 8 stages were slower than 2 and 4 before the down copies moved late). */
+constexpr int kFusedWarpsUsed = 16, kFusedSplitUsed = 2, kFusedStagesUsed = 4;
+#define HZ_FUSED_KERNEL bulk_fused_kernel<kFusedWarpsUsed, kFusedSplitUsed, kFusedStagesUsed>
 
 
 std::atomic<int> g_info_state{0}; /* 0 unknown, 1 known */
@@ -659,14 +725,17 @@ int hz_w4a16_bulk_fused_launch(const hz_w4a16_args *a, void *stream) {
     const uint64_t off_dn = off_gu + (uint64_t)p.gu_per_block * p.gu_tile_bytes;
     const uint64_t off_act = off_dn + (uint64_t)p.dn_per_block * p.n * p.dn_tile_bytes;
     const uint64_t off_red = off_act + round_up(p.n * p.ikp * 2u, 128u);
-    const uint64_t total =
+    const uint64_t off_w =
         off_red + 4u * (uint64_t)split * (p.gu_per_block * kGuTileRows * 2u + p.dn_per_block * p.n * kDnTileRows);
+    const uint64_t total = off_w + 4u * HZ_W4A16_MAX_EXPERTS;
     if (total > (uint64_t)di.smem_optin) return kHzBulkNotApplicable;
     p.off_x = (uint32_t)off_x;
     p.off_gu = (uint32_t)off_gu;
     p.off_dn = (uint32_t)off_dn;
     p.off_act = (uint32_t)off_act;
     p.off_red = (uint32_t)off_red;
+    p.off_w = (uint32_t)off_w;
+    p.f16_magic = 0x64006400u;
     p.smem_bytes = (uint32_t)total;
     st = raise_smem_limits(di);
     if (st != HZ_OK) return st;
