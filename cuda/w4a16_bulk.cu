@@ -112,6 +112,7 @@ struct BulkGuParams {
     uint32_t xs_bytes;  /* staged x records, rounded to 128 */
     uint32_t sc_bytes;  /* one projection's scales of a tile, rounded to 16 */
     uint32_t warp_bytes; /* one warp's tile: 2 x 8 code rows + 2 x sc_bytes, rounded to 128 */
+    uint32_t f16_magic;  /* HZ_F16_MAGIC, see hz_and_or */
 };
 
 __host__ __device__ inline uint32_t gu_smem_bytes(const BulkGuParams &p, uint32_t warps) {
@@ -163,7 +164,7 @@ __global__ void __launch_bounds__(kMaxGuWarps * 32) bulk_gate_up_kernel(const __
             const uint4 b = *reinterpret_cast<const uint4 *>(qu + 64u * s);
             uint32_t xh[16];
             hz_lds_pairs(xs + (4u * s + t) * kActWords, xh);
-            hz_mma_segment(d, a, b, xh);
+            hz_mma_segment(d, a, b, xh, p.f16_magic);
             if (s & 1u) hz_mma_fold(d, __half2float(sg[s >> 1]), __half2float(su[s >> 1]), acc_g, acc_u);
         }
     }
@@ -185,6 +186,7 @@ struct BulkDnParams {
     uint32_t act_bytes;  /* one expert's intermediate, ikp FP16 (a multiple of 512 bytes, == 2 * ikp) */
     uint32_t sc_bytes;   /* scales of 16 rows, rounded to 16 */
     uint32_t tile_bytes; /* one expert's 16 code rows + scales, rounded to 128 */
+    uint32_t f16_magic;  /* HZ_F16_MAGIC, see hz_and_or */
 };
 
 constexpr uint32_t kDnBarBytes = 256; /* one 8-byte mbarrier per expert, up to 32 experts */
@@ -243,7 +245,7 @@ __global__ void __launch_bounds__(kMaxDnWarps * 32) bulk_down_kernel(const __gri
             const uint4 b = *reinterpret_cast<const uint4 *>(qb + 64u * s);
             uint32_t xh[16];
             lds_raw_pairs(act, 4u * s + t, xh);
-            hz_mma_segment(d, a, b, xh);
+            hz_mma_segment(d, a, b, xh, p.f16_magic);
             if (s & 1u) hz_mma_fold(d, __half2float(sa[s >> 1]), __half2float(sb[s >> 1]), acc_a, acc_b);
         }
         if (t == 0) {
@@ -295,7 +297,7 @@ struct BulkFusedParams {
     uint32_t dn_per_block; /* consecutive output tiles per block */
     uint32_t gu_sc_bytes, gu_tile_bytes, dn_sc_bytes, dn_tile_bytes;
     uint32_t off_x, off_gu, off_dn, off_act, off_red, off_w, smem_bytes;
-    uint32_t f16_magic; /* 0x64006400, see hz_and_or */
+    uint32_t f16_magic; /* HZ_F16_MAGIC, see hz_and_or */
 };
 
 /* Code rows in shared memory are swizzled: odd rows swap the two 64-byte halves of every 128 bytes, so
@@ -626,6 +628,7 @@ int hz_w4a16_bulk_gate_up_launch(const hz_w4a16_args *a, void *stream) {
     p.xs_bytes = round_up((p.hkp / HZ_QCHUNK) * kActWords * 4u, 128u);
     p.sc_bytes = round_up(kGuTileRows * (p.hkp / HZ_QBLOCK) * 2u, 16u);
     p.warp_bytes = round_up(2u * kGuTileRows * (p.hkp / 2u) + 2u * p.sc_bytes, 128u);
+    p.f16_magic = HZ_F16_MAGIC;
     /* Eight warps per block unless that would leave more than half the SMs without a block. */
     const uint64_t tiles = (uint64_t)p.n * p.tiles;
     uint32_t warps = kMaxGuWarps;
@@ -661,6 +664,7 @@ int hz_w4a16_bulk_down_launch(const hz_w4a16_args *a, void *stream) {
     p.act_bytes = p.ikp * 2u;
     p.sc_bytes = round_up(kDnTileRows * (p.ikp / HZ_QBLOCK) * 2u, 16u);
     p.tile_bytes = round_up(kDnTileRows * (p.ikp / 2u) + p.sc_bytes, 128u);
+    p.f16_magic = HZ_F16_MAGIC;
     const uint32_t smem = dn_smem_bytes(p);
     if (smem > (uint32_t)di.smem_optin) return kHzBulkNotApplicable;
     st = raise_smem_limits(di);
@@ -735,7 +739,7 @@ int hz_w4a16_bulk_fused_launch(const hz_w4a16_args *a, void *stream) {
     p.off_act = (uint32_t)off_act;
     p.off_red = (uint32_t)off_red;
     p.off_w = (uint32_t)off_w;
-    p.f16_magic = 0x64006400u;
+    p.f16_magic = HZ_F16_MAGIC;
     p.smem_bytes = (uint32_t)total;
     st = raise_smem_limits(di);
     if (st != HZ_OK) return st;

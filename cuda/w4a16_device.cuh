@@ -76,8 +76,26 @@ static __device__ __forceinline__ void hz_griddep_wait() {
  * 2^(-4p') and -(2^(23-4p') + 8) then yields n - 8 exactly (every intermediate is an integer below
  * 2^24). Nibbles 5..7 are first shifted down by 12 bits onto positions 2..4. Cost per value: one LOP3,
  * one FFMA to expand, one FFMA to accumulate. */
-static __device__ __forceinline__ float hz_nib(uint32_t bits, uint32_t mask, float mul, float add) {
-    return fmaf(__uint_as_float((bits & mask) | 0x4B000000u), mul, add);
+
+/* (a & mask) | magic as one LOP3. Written with two immediates, ptxas emits two LOP3s (one immediate
+ * per instruction): the tensor-core expansion then costs 13 instructions per word instead of 9. So
+ * the magic constant comes from the kernel's parameters (HZ_F16_MAGIC / HZ_F32_MAGIC, set by the
+ * launcher): ptxas cannot fold it back into an immediate and keeps it in a register (SASS of the fused
+ * OLMoE kernel: 130 LOP3 per two segments with the immediate, 64 with the parameter). */
+constexpr uint32_t HZ_F16_MAGIC = 0x64006400u; /* two FP16 1024.0 */
+constexpr uint32_t HZ_F32_MAGIC = 0x4B000000u; /* FP32 2^23 */
+
+template <uint32_t kMask>
+static __device__ __forceinline__ uint32_t hz_and_or(uint32_t a, uint32_t magic) {
+    uint32_t d;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "n"(kMask), "r"(magic));
+    return d;
+}
+
+/* `magic` is 0x4B000000 in a register (see hz_and_or for why). */
+template <uint32_t kMask>
+static __device__ __forceinline__ float hz_nib(uint32_t bits, float mul, float add, uint32_t magic) {
+    return fmaf(__uint_as_float(hz_and_or<kMask>(bits, magic)), mul, add);
 }
 
 static __device__ __forceinline__ int hz_slot_value(int slot) {
@@ -85,22 +103,23 @@ static __device__ __forceinline__ int hz_slot_value(int slot) {
     return (p & 1) * 16 + 4 * m + (p >> 1);
 }
 
-/* Sum over the 32 values of a chunk of (code - 8) * act, FP32; act in slot order. */
-static __device__ __forceinline__ float hz_chunk_dot(uint4 q, const float *act) {
+/* Sum over the 32 values of a chunk of (code - 8) * act, FP32; act in slot order. magic: 0x4B000000
+ * from the kernel's parameters (hz_and_or). */
+static __device__ __forceinline__ float hz_chunk_dot(uint4 q, const float *act, uint32_t magic) {
     const uint32_t w[4] = {q.x, q.y, q.z, q.w};
     float part[4];
 #pragma unroll
     for (int m = 0; m < 4; m++) {
         const uint32_t lo = w[m], hi = w[m] >> 12;
         const float *a = act + 8 * m;
-        float s = hz_nib(lo, 0x0000000Fu, 1.0f, -8388616.0f) * a[0];
-        s = fmaf(hz_nib(lo, 0x000000F0u, 0.0625f, -524296.0f), a[1], s);
-        s = fmaf(hz_nib(lo, 0x00000F00u, 0.00390625f, -32776.0f), a[2], s);
-        s = fmaf(hz_nib(lo, 0x0000F000u, 0.000244140625f, -2056.0f), a[3], s);
-        s = fmaf(hz_nib(lo, 0x000F0000u, 0.0000152587890625f, -136.0f), a[4], s);
-        s = fmaf(hz_nib(hi, 0x00000F00u, 0.00390625f, -32776.0f), a[5], s);
-        s = fmaf(hz_nib(hi, 0x0000F000u, 0.000244140625f, -2056.0f), a[6], s);
-        s = fmaf(hz_nib(hi, 0x000F0000u, 0.0000152587890625f, -136.0f), a[7], s);
+        float s = hz_nib<0x0000000Fu>(lo, 1.0f, -8388616.0f, magic) * a[0];
+        s = fmaf(hz_nib<0x000000F0u>(lo, 0.0625f, -524296.0f, magic), a[1], s);
+        s = fmaf(hz_nib<0x00000F00u>(lo, 0.00390625f, -32776.0f, magic), a[2], s);
+        s = fmaf(hz_nib<0x0000F000u>(lo, 0.000244140625f, -2056.0f, magic), a[3], s);
+        s = fmaf(hz_nib<0x000F0000u>(lo, 0.0000152587890625f, -136.0f, magic), a[4], s);
+        s = fmaf(hz_nib<0x00000F00u>(hi, 0.00390625f, -32776.0f, magic), a[5], s);
+        s = fmaf(hz_nib<0x0000F000u>(hi, 0.000244140625f, -2056.0f, magic), a[6], s);
+        s = fmaf(hz_nib<0x000F0000u>(hi, 0.0000152587890625f, -136.0f, magic), a[7], s);
         part[m] = s;
     }
     return (part[0] + part[1]) + (part[2] + part[3]);
@@ -157,19 +176,7 @@ static __device__ __forceinline__ void hz_load_act_chunk(const __half *v, uint32
  * place give 1024 + 16n, times 1/16 minus 72 = n - 8. All exact; 9 instructions per 8 values. The
  * activations are arranged in the same pair order (hz_load_act_pairs), and since the k index of an
  * MMA is only a summation index, any arrangement that A and B share is correct. */
-/* (a & mask) | magic as one LOP3. Written with two immediates, ptxas emits two LOP3s (one immediate
- * per instruction): the expansion then costs 13 instructions per word instead of 9. `magic` is
- * 0x64006400 held in a register; a caller that reads it from its kernel parameters keeps ptxas from
- * folding it back into an immediate (Nsight Compute, fused OLMoE layer: 130 LOP3 per two segments
- * with the immediate, where 64 are needed). */
-template <uint32_t kMask>
-static __device__ __forceinline__ uint32_t hz_and_or(uint32_t a, uint32_t magic) {
-    uint32_t d;
-    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "n"(kMask), "r"(magic));
-    return d;
-}
-
-static __device__ __forceinline__ void hz_expand_pairs(uint4 q, uint32_t (&h)[16], uint32_t magic = 0x64006400u) {
+static __device__ __forceinline__ void hz_expand_pairs(uint4 q, uint32_t (&h)[16], uint32_t magic) {
     const uint32_t w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
     for (int m = 0; m < 4; m++) {
@@ -237,7 +244,7 @@ static __device__ __forceinline__ void hz_mma16816(float (&d)[4], uint32_t a0, u
  * rows' sums in column 2t: d[.][0] (row A) and d[.][2] (row B), no shuffles needed. The eight MMAs
  * rotate over four accumulator sets so that they do not wait on each other's results. */
 static __device__ __forceinline__ void hz_mma_segment(float (&d)[4][4], uint4 qa, uint4 qb, const uint32_t (&xh)[16],
-                                                      uint32_t magic = 0x64006400u) {
+                                                      uint32_t magic) {
     uint32_t ha[16], hb[16];
     hz_expand_pairs(qa, ha, magic);
     hz_expand_pairs(qb, hb, magic);

@@ -42,6 +42,7 @@ struct GateUpParams {
     __half *inter; /* [n x ikp] */
     uint64_t gate_q, gate_s, up_q, up_s;
     uint32_t hidden, hkp, inter_n, ikp, n, warps_per_expert;
+    uint32_t f16_magic, f32_magic; /* HZ_F16_MAGIC, HZ_F32_MAGIC: see hz_and_or */
 };
 
 struct DownParams {
@@ -53,6 +54,7 @@ struct DownParams {
     float *acc;
     uint64_t down_q, down_s;
     uint32_t hidden, ikp, n, segs, rows_per_block, ksplit;
+    uint32_t f16_magic, f32_magic; /* HZ_F16_MAGIC, HZ_F32_MAGIC: see hz_and_or */
 };
 
 /* CPL: chunks per lane (ceil(kp / 1024)); BATCH: rows whose loads are in flight together. The
@@ -109,8 +111,8 @@ __global__ void __launch_bounds__(kGuWarps * 32, CPL <= 2 ? 4 : 2) hz_gate_up_ke
 #pragma unroll
                 for (int k = 0; k < CPL; k++) {
                     if (lane + 32u * k < nchunks) {
-                        g = fmaf(sg[b][k], hz_chunk_dot(qg[b][k], xa[k]), g);
-                        u = fmaf(su[b][k], hz_chunk_dot(qu[b][k], xa[k]), u);
+                        g = fmaf(sg[b][k], hz_chunk_dot(qg[b][k], xa[k], p.f32_magic), g);
+                        u = fmaf(su[b][k], hz_chunk_dot(qu[b][k], xa[k], p.f32_magic), u);
                     }
                 }
             }
@@ -172,7 +174,7 @@ __global__ void __launch_bounds__(kDnWarps * 32, CPL <= 2 ? 2 : 1) hz_down_kerne
             part[b] = 0.0f;
 #pragma unroll
             for (int k = 0; k < CPL; k++)
-                if (lane + 32u * k < nchunks) part[b] = fmaf(sc[b][k], hz_chunk_dot(q[b][k], act[k]), part[b]);
+                if (lane + 32u * k < nchunks) part[b] = fmaf(sc[b][k], hz_chunk_dot(q[b][k], act[k], p.f32_magic), part[b]);
         }
         const uint32_t tnext = t + kDnWarps;
         if (tnext < ntask) issue(tnext); /* in flight during the reductions below */
@@ -258,7 +260,7 @@ __global__ void __launch_bounds__(kMmaGuWarps * 32) hz_gate_up_mma_kernel(const 
             }
             uint32_t xh[16];
             hz_lds_pairs(xs + (4u * s + t) * kActWords, xh);
-            hz_mma_segment(d, qg, qu, xh);
+            hz_mma_segment(d, qg, qu, xh, p.f16_magic);
             if (s & 1u) hz_mma_fold(d, cg, cu, acc_g, acc_u); /* end of a 256-value block */
         }
     }
@@ -348,7 +350,7 @@ __global__ void __launch_bounds__(kDnWarps * 32) hz_down_mma_kernel(const __grid
                     hz_lds_pairs(arec + (4u * s + t) * kActWords, xh);
                 else
                     hz_load_act_pairs<true>(av, p.ikp, 4u * s + t, xh);
-                hz_mma_segment(d, q0, q1, xh);
+                hz_mma_segment(d, q0, q1, xh, p.f16_magic);
                 if (s & 1u) hz_mma_fold(d, c0, c1, acc_a, acc_b);
             }
         }
@@ -426,6 +428,8 @@ extern "C" int hz_w4a16_grouped_gate_up_launch(const hz_w4a16_args *a, void *str
     p.inter_n = l->inter;
     p.ikp = l->down.kp;
     p.n = a->n;
+    p.f16_magic = HZ_F16_MAGIC;
+    p.f32_magic = HZ_F32_MAGIC;
     p.warps_per_expert = (l->down.kp + kGuRows - 1) / kGuRows;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     cudaError_t e;
@@ -476,6 +480,8 @@ extern "C" int hz_w4a16_grouped_down_launch(const hz_w4a16_args *a, void *stream
     p.hidden = l->hidden;
     p.ikp = l->down.kp;
     p.n = a->n;
+    p.f16_magic = HZ_F16_MAGIC;
+    p.f32_magic = HZ_F32_MAGIC;
     const bool pdl = (a->flags & HZ_W4A16_PDL) != 0;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     cudaError_t e;

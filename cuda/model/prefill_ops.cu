@@ -399,6 +399,7 @@ struct ExpertParams {
     uint32_t act_stride;
     float *ey;
     uint32_t ey_stride;
+    uint32_t f16_magic; /* HZ_F16_MAGIC, see hz_and_or (w4a16_device.cuh) */
 };
 
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, uint32_t src_bytes) {
@@ -500,8 +501,8 @@ __global__ void __launch_bounds__(kXThreads, 3) pf_expert_kernel(const __grid_co
 #pragma unroll
         for (uint32_t m = 0; m < 2; m++) {
             const uint8_t *r = sa + (warp * 32u + m * 16u + g) * kARow + t * 16u;
-            hz_expand_pairs(lds128(r), ha[m]);
-            hz_expand_pairs(lds128(r + 8u * kARow), hb[m]);
+            hz_expand_pairs(lds128(r), ha[m], p.f16_magic);
+            hz_expand_pairs(lds128(r + 8u * kARow), hb[m], p.f16_magic);
         }
 #pragma unroll
         for (uint32_t n = 0; n < 4; n++) {
@@ -741,6 +742,7 @@ extern "C" int hz_pf_experts(const hz_pf_experts_args *a, void *stream) {
     p.act_stride = a->act_stride;
     p.ey = a->ey;
     p.ey_stride = a->ey_stride;
+    p.f16_magic = HZ_F16_MAGIC;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
 
     p.slot_tok = a->slot_tok;

@@ -13,7 +13,8 @@
  * The effective bandwidth counts the bytes of the routed blobs (all three projections and scales);
  * the reference ceiling is a device-to-device cudaMemcpy measured in the same run (bytes read +
  * written / time). "grouped" is the tensor-core expansion, "grouped-cc" the CUDA-core one.
- * Usage: bench_w4a16 [repeats [shape]]   (shape: olmoe or qwen; default both) */
+ * Usage: bench_w4a16 [repeats [shape]]   (shape: olmoe or qwen; default both); HZ_BENCH_POOL_EXPERTS=N
+ * shrinks the pool to N experts per layer. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,7 +336,17 @@ int main(int argc, char **argv) {
         {"qwen", 2048, 1408, 60, 24, 4},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        if (argc <= 2 || strcmp(argv[2], shapes[i].name) == 0) bench_shape(&shapes[i], repeats);
+        if (argc <= 2 || strcmp(argv[2], shapes[i].name) == 0) {
+            /* HZ_BENCH_POOL_EXPERTS=N: a pool of N experts per layer instead of the model's (N >= the
+             * routed count): how much the layer time depends on how much memory the experts span. */
+            shape sh = shapes[i];
+            const char *pe = getenv("HZ_BENCH_POOL_EXPERTS");
+            if (pe && atoi(pe) > 0) {
+                const uint32_t want = (uint32_t)atoi(pe);
+                sh.experts = want < sh.n ? sh.n : (want > sh.experts ? sh.experts : want);
+            }
+            bench_shape(&sh, repeats);
+        }
 
     printf("\n%-6s %-16s %10s %10s %10s %8s %12s\n", "shape", "executor", "us(graph)", "us(stream)", "GB/s", "%copy",
            "MB/layer");
