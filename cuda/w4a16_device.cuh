@@ -81,7 +81,8 @@ static __device__ __forceinline__ void hz_griddep_wait() {
  * per instruction): the tensor-core expansion then costs 13 instructions per word instead of 9. So
  * the magic constant comes from the kernel's parameters (HZ_F16_MAGIC / HZ_F32_MAGIC, set by the
  * launcher): ptxas cannot fold it back into an immediate and keeps it in a register (SASS of the fused
- * OLMoE kernel: 130 LOP3 per two segments with the immediate, 64 with the parameter). */
+ * OLMoE kernel: 130 LOP3 per two segments with the immediate, where 64 do the work; with the parameter
+ * each mask-and-or is one LOP3 with a register operand). */
 constexpr uint32_t HZ_F16_MAGIC = 0x64006400u; /* two FP16 1024.0 */
 constexpr uint32_t HZ_F32_MAGIC = 0x4B000000u; /* FP32 2^23 */
 
