@@ -612,23 +612,11 @@ int hz_w4a16_bulk_gate_up_launch(const hz_w4a16_args *a, void *stream) {
     if (st != HZ_OK) return st;
     if (!di.ok || !layout_aligned(l)) return kHzBulkNotApplicable;
     BulkGuParams p;
-    hz_fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
-    p.x = static_cast<const __half *>(a->x);
-    p.inter = static_cast<__half *>(a->scratch);
-    p.gate_q = l->gate_q;
-    p.gate_s = l->gate_s;
-    p.up_q = l->up_q;
-    p.up_s = l->up_s;
-    p.hidden = l->hidden;
-    p.hkp = l->gate.kp;
-    p.inter_n = l->inter;
-    p.ikp = l->down.kp;
-    p.n = a->n;
+    hz_fill_gate_up_params(a, p);
     p.tiles = (p.ikp + kGuTileRows - 1u) / kGuTileRows;
     p.xs_bytes = round_up((p.hkp / HZ_QCHUNK) * kActWords * 4u, 128u);
     p.sc_bytes = round_up(kGuTileRows * (p.hkp / HZ_QBLOCK) * 2u, 16u);
     p.warp_bytes = round_up(2u * kGuTileRows * (p.hkp / 2u) + 2u * p.sc_bytes, 128u);
-    p.f16_magic = HZ_F16_MAGIC;
     /* Eight warps per block unless that would leave more than half the SMs without a block. */
     const uint64_t tiles = (uint64_t)p.n * p.tiles;
     uint32_t warps = kMaxGuWarps;
@@ -651,20 +639,10 @@ int hz_w4a16_bulk_down_launch(const hz_w4a16_args *a, void *stream) {
     if (st != HZ_OK) return st;
     if (!di.ok || !layout_aligned(l) || a->n > 32u) return kHzBulkNotApplicable;
     BulkDnParams p;
-    hz_fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
-    p.inter = static_cast<const __half *>(a->scratch);
-    p.weights = a->weights;
-    p.y = static_cast<__half *>(a->y);
-    p.acc = a->acc;
-    p.down_q = l->down_q;
-    p.down_s = l->down_s;
-    p.hidden = l->hidden;
-    p.ikp = l->down.kp;
-    p.n = a->n;
+    hz_fill_down_params(a, p);
     p.act_bytes = p.ikp * 2u;
     p.sc_bytes = round_up(kDnTileRows * (p.ikp / HZ_QBLOCK) * 2u, 16u);
     p.tile_bytes = round_up(kDnTileRows * (p.ikp / 2u) + p.sc_bytes, 128u);
-    p.f16_magic = HZ_F16_MAGIC;
     const uint32_t smem = dn_smem_bytes(p);
     if (smem > (uint32_t)di.smem_optin) return kHzBulkNotApplicable;
     st = raise_smem_limits(di);
@@ -691,23 +669,8 @@ int hz_w4a16_bulk_fused_launch(const hz_w4a16_args *a, void *stream) {
     if (st != HZ_OK) return st;
     if (!di.ok || !layout_aligned(l) || di.sms <= 0) return kHzBulkNotApplicable;
     BulkFusedParams p;
-    hz_fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
-    p.x = static_cast<const __half *>(a->x);
-    p.inter = static_cast<__half *>(a->scratch);
-    p.weights = a->weights;
-    p.y = static_cast<__half *>(a->y);
-    p.acc = a->acc;
-    p.gate_q = l->gate_q;
-    p.gate_s = l->gate_s;
-    p.up_q = l->up_q;
-    p.up_s = l->up_s;
-    p.down_q = l->down_q;
-    p.down_s = l->down_s;
-    p.hidden = l->hidden;
-    p.hkp = l->gate.kp;
-    p.inter_n = l->inter;
-    p.ikp = l->down.kp;
-    p.n = a->n;
+    hz_fill_gate_up_params(a, p); /* both passes: the gate_up fields ... */
+    hz_fill_down_params(a, p);    /* ... and the down ones (the same intermediate) */
     p.gu_tiles = (p.ikp + kGuTileRows - 1u) / kGuTileRows;
     p.dn_tiles = (p.hidden + kDnTileRows - 1u) / kDnTileRows;
     /* One block per SM at most; each block's share of both passes is a run of consecutive tiles. */
@@ -739,7 +702,6 @@ int hz_w4a16_bulk_fused_launch(const hz_w4a16_args *a, void *stream) {
     p.off_act = (uint32_t)off_act;
     p.off_red = (uint32_t)off_red;
     p.off_w = (uint32_t)off_w;
-    p.f16_magic = HZ_F16_MAGIC;
     p.smem_bytes = (uint32_t)total;
     st = raise_smem_limits(di);
     if (st != HZ_OK) return st;

@@ -32,9 +32,6 @@ static inline void hz_fill_blob_ptrs(const hz_w4a16_args *a, hz_blob_ptrs *ptrs,
     *dev = a->blobs ? nullptr : reinterpret_cast<const uint8_t *const *>(a->blobs_dev);
 }
 
-static __device__ __forceinline__ const uint8_t *hz_blob(const hz_blob_ptrs &ptrs, const uint8_t *const *dev, int e) {
-    return dev ? dev[e] : ptrs.p[e];
-}
 
 /* 16 bytes of codes that are read exactly once: skip L1 so it keeps the activations, and use the
  * non-coherent path (the blobs are never written while a kernel reads them). */
@@ -91,6 +88,47 @@ static __device__ __forceinline__ uint32_t hz_and_or(uint32_t a, uint32_t magic)
     uint32_t d;
     asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "n"(kMask), "r"(magic));
     return d;
+}
+
+static __device__ __forceinline__ const uint8_t *hz_blob(const hz_blob_ptrs &ptrs, const uint8_t *const *dev, int e) {
+    return dev ? dev[e] : ptrs.p[e];
+}
+
+/* Host side: the fields that every gate_up kernel's parameters share, from the call and its layout
+ * (P: any parameter struct with these member names). The intermediate goes to the start of scratch. */
+template <class P>
+static inline void hz_fill_gate_up_params(const hz_w4a16_args *a, P &p) {
+    const hz_expert_layout *l = a->layout;
+    hz_fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
+    p.x = static_cast<const __half *>(a->x);
+    p.inter = static_cast<__half *>(a->scratch);
+    p.gate_q = l->gate_q;
+    p.gate_s = l->gate_s;
+    p.up_q = l->up_q;
+    p.up_s = l->up_s;
+    p.hidden = l->hidden;
+    p.hkp = l->gate.kp;
+    p.inter_n = l->inter;
+    p.ikp = l->down.kp;
+    p.n = a->n;
+    p.f16_magic = HZ_F16_MAGIC;
+}
+
+/* Host side: the same for the down kernels (the intermediate read from the start of scratch). */
+template <class P>
+static inline void hz_fill_down_params(const hz_w4a16_args *a, P &p) {
+    const hz_expert_layout *l = a->layout;
+    hz_fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
+    p.inter = static_cast<decltype(p.inter)>(a->scratch);
+    p.weights = a->weights;
+    p.y = static_cast<__half *>(a->y);
+    p.acc = a->acc;
+    p.down_q = l->down_q;
+    p.down_s = l->down_s;
+    p.hidden = l->hidden;
+    p.ikp = l->down.kp;
+    p.n = a->n;
+    p.f16_magic = HZ_F16_MAGIC;
 }
 
 /* `magic` is 0x4B000000 in a register (see hz_and_or for why). */

@@ -416,19 +416,7 @@ extern "C" int hz_w4a16_grouped_gate_up_launch(const hz_w4a16_args *a, void *str
         if (st != kHzBulkNotApplicable) return st;
     }
     GateUpParams p;
-    hz_fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
-    p.x = static_cast<const __half *>(a->x);
-    p.inter = static_cast<__half *>(a->scratch);
-    p.gate_q = l->gate_q;
-    p.gate_s = l->gate_s;
-    p.up_q = l->up_q;
-    p.up_s = l->up_s;
-    p.hidden = l->hidden;
-    p.hkp = l->gate.kp;
-    p.inter_n = l->inter;
-    p.ikp = l->down.kp;
-    p.n = a->n;
-    p.f16_magic = HZ_F16_MAGIC;
+    hz_fill_gate_up_params(a, p);
     p.f32_magic = HZ_F32_MAGIC;
     p.warps_per_expert = (l->down.kp + kGuRows - 1) / kGuRows;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
@@ -470,17 +458,7 @@ extern "C" int hz_w4a16_grouped_down_launch(const hz_w4a16_args *a, void *stream
     }
     const int batch = cpl == 1 ? 8 : cpl == 2 ? 4 : 2;
     DownParams p;
-    hz_fill_blob_ptrs(a, &p.ptrs, &p.blobs_dev);
-    p.inter = static_cast<const __half *>(a->scratch);
-    p.weights = a->weights;
-    p.y = static_cast<__half *>(a->y);
-    p.acc = a->acc;
-    p.down_q = l->down_q;
-    p.down_s = l->down_s;
-    p.hidden = l->hidden;
-    p.ikp = l->down.kp;
-    p.n = a->n;
-    p.f16_magic = HZ_F16_MAGIC;
+    hz_fill_down_params(a, p);
     p.f32_magic = HZ_F32_MAGIC;
     const bool pdl = (a->flags & HZ_W4A16_PDL) != 0;
     cudaStream_t s = static_cast<cudaStream_t>(stream);

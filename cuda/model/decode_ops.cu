@@ -13,7 +13,6 @@ constexpr int kGemvWarps = 8; /* 256-thread blocks, one row per warp at a time *
 constexpr int kGemvThreads = kGemvWarps * kWarp;
 constexpr int kBatch = 8;             /* 16-byte chunks per lane in flight for one row */
 constexpr uint32_t kGemvMaxIn = 16384; /* x staged in shared memory: 32 KB */
-constexpr uint32_t kNone = 0xffffffffu;
 
 /* ---- step start ----------------------------------------------------------------------------------- */
 
@@ -171,45 +170,20 @@ __device__ void build_silu(const hz_dgemv_args &a, uint16_t *xs) {
     }
 }
 
-/* (v, i) beats (bv, bi): larger, or equal with the lower index; kNone loses to everything. */
-__device__ __forceinline__ bool better(float v, uint32_t i, float bv, uint32_t bi) {
-    return i != kNone && (bi == kNone || v > bv || (v == bv && i < bi));
-}
-
 /* The argmax tail in the last block: every block's best, scanned in parallel, ties to the lower row. */
 __device__ void argmax_final(const dgemv_params &p, uint32_t nblocks, float *wv, uint32_t *wi) {
     float best = -INFINITY;
-    uint32_t bi = kNone;
+    uint32_t bi = kNoIndex;
     for (uint32_t b = threadIdx.x; b < nblocks; b += blockDim.x) {
         const float v = __ldcg(p.bval + b);
         const uint32_t i = __ldcg(p.bidx + b);
-        if (better(v, i, best, bi)) {
+        if (argmax_better(v, i, best, bi)) {
             best = v;
             bi = i;
         }
     }
-    for (int o = kWarp / 2; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, best, o);
-        const uint32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
-        if (better(ov, oi, best, bi)) {
-            best = ov;
-            bi = oi;
-        }
-    }
-    const uint32_t lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-    if (lane == 0) {
-        wv[warp] = best;
-        wi[warp] = bi;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        for (uint32_t w = 1; w < blockDim.x / kWarp; w++)
-            if (better(wv[w], wi[w], best, bi)) {
-                best = wv[w];
-                bi = wi[w];
-            }
-        *p.a.argmax_out = (int32_t)bi;
-    }
+    bi = block_argmax(best, bi, wv, wi);
+    if (threadIdx.x == 0) *p.a.argmax_out = (int32_t)bi;
 }
 
 /* The running best of segment 0 (argmax tail), kept by lane 0. */
@@ -235,7 +209,7 @@ __device__ __forceinline__ void emit_row(const dgemv_params &p, uint32_t row, fl
             static_cast<float *>(sg.y)[r] = v;
         else
             static_cast<uint16_t *>(sg.y)[r] = f2h(v);
-        if (s == 0 && better(v, r, ro.best, ro.best_i)) { /* rows ascend per warp: ties keep the first */
+        if (s == 0 && argmax_better(v, r, ro.best, ro.best_i)) { /* rows ascend per warp: ties keep the first */
             ro.best = v;
             ro.best_i = r;
         }
@@ -286,7 +260,7 @@ __global__ void __launch_bounds__(kGemvThreads, 4) dgemv_kernel(const __grid_con
         for (uint32_t i = threadIdx.x; i < a.zero_n; i += blockDim.x) a.zero[i] = 0.0f;
     __syncthreads();
 
-    RowOut ro = {-INFINITY, kNone};
+    RowOut ro = {-INFINITY, kNoIndex};
     const uint4 *xs4 = reinterpret_cast<const uint4 *>(xs);
     if (VEC) {
         while (row < total) {
@@ -321,7 +295,7 @@ __global__ void __launch_bounds__(kGemvThreads, 4) dgemv_kernel(const __grid_con
     __syncthreads();
     if (threadIdx.x == 0) {
         for (uint32_t w = 1; w < kGemvWarps; w++)
-            if (better(wbest[w], wbidx[w], ro.best, ro.best_i)) {
+            if (argmax_better(wbest[w], wbidx[w], ro.best, ro.best_i)) {
                 ro.best = wbest[w];
                 ro.best_i = wbidx[w];
             }

@@ -235,34 +235,14 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float *x, 
     __shared__ float bv[kArgmaxThreads / kWarp];
     __shared__ uint32_t bi[kArgmaxThreads / kWarp];
     float best = -INFINITY;
-    uint32_t idx = 0xffffffffu;
+    uint32_t idx = kNoIndex;
     for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
-        if (x[i] > best || idx == 0xffffffffu) { /* ascending scan: the first maximum stays */
+        if (x[i] > best || idx == kNoIndex) { /* ascending scan: the first maximum stays */
             best = x[i];
             idx = i;
         }
-    for (int o = kWarp / 2; o > 0; o >>= 1) {
-        float ov = __shfl_xor_sync(0xffffffffu, best, o);
-        uint32_t oi = __shfl_xor_sync(0xffffffffu, idx, o);
-        if (oi != 0xffffffffu && (idx == 0xffffffffu || ov > best || (ov == best && oi < idx))) {
-            best = ov;
-            idx = oi;
-        }
-    }
-    const uint32_t lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-    if (lane == 0) {
-        bv[warp] = best;
-        bi[warp] = idx;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        for (uint32_t w = 1; w < blockDim.x / kWarp; w++)
-            if (bi[w] != 0xffffffffu && (idx == 0xffffffffu || bv[w] > best || (bv[w] == best && bi[w] < idx))) {
-                best = bv[w];
-                idx = bi[w];
-            }
-        *out = (int32_t)idx;
-    }
+    idx = block_argmax(best, idx, bv, bi);
+    if (threadIdx.x == 0) *out = (int32_t)idx;
 }
 
 } // namespace

@@ -88,6 +88,41 @@ __device__ __forceinline__ void griddep_launch() {
 
 __device__ __forceinline__ void prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
+/* ---- argmax, ties to the lower index (the CPU's first maximum) ---------------------------------- */
+
+constexpr uint32_t kNoIndex = 0xffffffffu;
+
+/* (v, i) beats (bv, bi): larger, or equal with the lower index; kNoIndex loses to everything. */
+__device__ __forceinline__ bool argmax_better(float v, uint32_t i, float bv, uint32_t bi) {
+    return i != kNoIndex && (bi == kNoIndex || v > bv || (v == bv && i < bi));
+}
+
+/* Every thread's candidate (best, bi) reduced over the block (all threads call it); the block's
+ * winner is returned to thread 0. wv, wi: shared memory, one entry per warp. */
+__device__ __forceinline__ uint32_t block_argmax(float best, uint32_t bi, float *wv, uint32_t *wi) {
+    for (int o = kWarp / 2; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+        const uint32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
+        if (argmax_better(ov, oi, best, bi)) {
+            best = ov;
+            bi = oi;
+        }
+    }
+    const uint32_t lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    if (lane == 0) {
+        wv[warp] = best;
+        wi[warp] = bi;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (uint32_t w = 1; w < blockDim.x / kWarp; w++)
+            if (argmax_better(wv[w], wi[w], best, bi)) {
+                best = wv[w];
+                bi = wi[w];
+            }
+    return bi;
+}
+
 /* The router's steps after the maxima, shared by route_block and route_warp so that a block and a warp
  * select identically; `t` of `n` threads (a block or a warp) take part where a step is parallel. */
 

@@ -312,11 +312,9 @@ static int routed_experts(hz_session *s, uint32_t l, uint32_t T) {
         };
         st = m->exec->ops->moe(m->exec, &call);
         /* The cpu executors are synchronous: when moe() returns, the rows have been read, so the
-         * lease ends with no consumer event (NULL = already finished). An asynchronous executor
-         * records an event on the compute queue here instead. */
-        int rst = hz_generation_release(lease, NULL);
+         * lease ends with no consumer event (NULL = already finished). */
+        st = hz_model_lease_end(NULL, l, lease, NULL, st);
         if (st) return st;
-        if (rst) return hz_error_prefix(rst, "layer %u: releasing a lease", l);
     }
     for (size_t i = 0; i < (size_t)T * H; i++) rs->proj[i] = hz_round_f16(rs->acc[i]);
     return HZ_OK;

@@ -359,19 +359,9 @@ static int routed_partial(hz_session *s, uint32_t l) {
             .queue = gm->queue,
         };
         st = m->exec->ops->moe(m->exec, &call);
-        /* The rows are read by queued kernels: the lease ends with the event recorded after them. When
-         * the call or the record failed, wait for whatever was queued and end it as finished. */
-        int rst;
-        if (!st && hz_event_record(g->done) == HZ_OK) {
-            rst = hz_generation_release(lease, g->done);
-        } else {
-            int keep = st ? st : HZ_EDEVICE;
-            (void)be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
-            rst = hz_generation_release(lease, NULL);
-            st = keep;
-        }
+        /* The rows are read by queued kernels: the lease ends with the event recorded after them. */
+        st = hz_model_lease_end(be, l, lease, g->done, st);
         if (st) return st;
-        if (rst) return hz_error_prefix(rst, "layer %u: releasing a lease", l);
     }
     /* Advisory: the cache counts what it does with the request; a FAULTED cache shows at the next
      * acquire. The prediction cannot change a result, only which copies happen when. */

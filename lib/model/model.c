@@ -307,3 +307,20 @@ int hz_model_lease_group(hz_model *m, uint32_t layer, const uint32_t *ids, uint3
     *out = lease;
     return HZ_OK;
 }
+
+int hz_model_lease_end(hz_backend *be, uint32_t layer, hz_generation *lease, hz_event *done, int st) {
+    int rst;
+    if (!done) {
+        rst = hz_generation_release(lease, NULL);
+    } else if (!st && hz_event_record(done) == HZ_OK) {
+        rst = hz_generation_release(lease, done);
+    } else {
+        int keep = st ? st : HZ_EDEVICE;
+        (void)be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
+        rst = hz_generation_release(lease, NULL);
+        st = keep;
+    }
+    if (st) return st;
+    if (rst) return hz_error_prefix(rst, "layer %u: releasing a lease", layer);
+    return HZ_OK;
+}

@@ -42,6 +42,7 @@ typedef struct hz_weights {
 
 /* The GPU path's state (forward_cuda.c, CUDA builds only); NULL on the cpu path. */
 typedef struct hz_gpu_model hz_gpu_model;
+typedef struct hz_backend hz_backend; /* backend/backend.h */
 typedef struct hz_gpu_session hz_gpu_session;
 
 struct hz_model {
@@ -119,6 +120,13 @@ struct hz_session {
  * expert. Both forward paths use it, so a group is leased the same way on every device. */
 int hz_model_lease_group(hz_model *m, uint32_t layer, const uint32_t *ids, uint32_t n,
                          hz_generation **out, const uint8_t **rows);
+
+/* model.c: ends a group's lease once the work that reads its rows (status st) is over. done == NULL:
+ * that work has finished (synchronous executors). Otherwise `done` is recorded after the work on be's
+ * compute queue and the lease ends with it; when the work failed to queue or the record failed, the
+ * compute queue is waited for and the lease ends as finished. Returns st when it is nonzero, else the
+ * release's status (message prefixed with the layer). */
+int hz_model_lease_end(hz_backend *be, uint32_t layer, hz_generation *lease, hz_event *done, int st);
 
 /* forward.c: runs tokens[0..n) at positions session->pos.. through every layer, writes their K/V into
  * the session's cache and the last token's FP32 logits into session->logits. Does not move pos. */

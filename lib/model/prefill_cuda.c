@@ -238,23 +238,6 @@ static int pf_experts_full(hz_session *s, hz_gpu_prefill *p, uint32_t l, uint32_
     return hz_pf_experts(xa, m->gpu->queue);
 }
 
-/* Ends a group's lease: with the event recorded after its kernels, or, when the launch or the record
- * failed, after waiting for whatever was queued (then the rows are no longer read). */
-static int pf_release(hz_backend *be, hz_gpu_prefill *p, hz_generation *lease, int st) {
-    int rst;
-    if (!st && hz_event_record(p->done) == HZ_OK) {
-        rst = hz_generation_release(lease, p->done);
-    } else {
-        int keep = st ? st : HZ_EDEVICE;
-        (void)be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
-        rst = hz_generation_release(lease, NULL);
-        st = keep;
-    }
-    if (st) return st;
-    if (rst) return hz_error_prefix(rst, "releasing a lease");
-    return HZ_OK;
-}
-
 /* Partial residency: counts to the host, then one lease and one launch pair per group of experts. */
 static int pf_experts_partial(hz_session *s, hz_gpu_prefill *p, uint32_t l, hz_pf_experts_args *xa) {
     hz_model *m = s->model;
@@ -285,7 +268,7 @@ static int pf_experts_partial(hz_session *s, hz_gpu_prefill *p, uint32_t l, hz_p
         xa->tile_base = p->h_tile_first[ids[0]];
         xa->tile_count = p->h_tile_first[last] + hz_pf_tiles_of(p->h_counts[last]) - xa->tile_base;
         st = hz_pf_experts(xa, m->gpu->queue);
-        st = pf_release(be, p, lease, st);
+        st = hz_model_lease_end(be, l, lease, p->done, st);
         if (st) return st;
     }
     return HZ_OK;
