@@ -443,6 +443,63 @@ extern "C" int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, 
     return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the decode GEMV");
 }
 
+/* ---- side stream ------------------------------------------------------------------------------------ */
+
+struct hz_decode_side {
+    cudaStream_t stream;
+    cudaEvent_t fork, join;
+};
+
+extern "C" void hz_decode_side_destroy(hz_decode_side *side) {
+    if (!side) return;
+    if (side->stream) (void)cudaStreamSynchronize(side->stream); /* nothing it runs may outlive its buffers */
+    if (side->fork) (void)cudaEventDestroy(side->fork);
+    if (side->join) (void)cudaEventDestroy(side->join);
+    if (side->stream) (void)cudaStreamDestroy(side->stream);
+    (void)cudaGetLastError();
+    free(side);
+}
+
+extern "C" int hz_decode_side_create(void *stream, hz_decode_side **out) {
+    if (!out) return hz_error(HZ_EINVAL, "decode side stream: NULL out");
+    *out = NULL;
+    int st = hz_decode_enter(stream);
+    if (st) return st;
+    hz_decode_side *side = static_cast<hz_decode_side *>(hz_calloc(1, sizeof *side));
+    if (!side) return HZ_ENOMEM;
+    cudaError_t e = cudaStreamCreateWithFlags(&side->stream, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&side->fork, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&side->join, cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+        st = cuda_fail(e, "creating the side stream and its events");
+        hz_decode_side_destroy(side);
+        return st;
+    }
+    *out = side;
+    return HZ_OK;
+}
+
+extern "C" int hz_decode_fork(hz_decode_side *side, void *stream) {
+    if (!side) return hz_error(HZ_EINVAL, "decode fork: no side stream");
+    cudaError_t e = cudaEventRecord(side->fork, static_cast<cudaStream_t>(stream));
+    return e == cudaSuccess ? HZ_OK : cuda_fail(e, "cudaEventRecord (fork to the side stream)");
+}
+
+extern "C" int hz_decode_side_begin(hz_decode_side *side, void **side_stream) {
+    if (!side || !side_stream) return hz_error(HZ_EINVAL, "decode side stream: NULL argument");
+    cudaError_t e = cudaStreamWaitEvent(side->stream, side->fork, 0);
+    if (e != cudaSuccess) return cuda_fail(e, "cudaStreamWaitEvent (side stream on the fork)");
+    *side_stream = side->stream;
+    return HZ_OK;
+}
+
+extern "C" int hz_decode_join(hz_decode_side *side, void *stream) {
+    if (!side) return hz_error(HZ_EINVAL, "decode join: no side stream");
+    cudaError_t e = cudaEventRecord(side->join, side->stream);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), side->join, 0);
+    return e == cudaSuccess ? HZ_OK : cuda_fail(e, "joining the side stream");
+}
+
 /* ---- graph ------------------------------------------------------------------------------------------ */
 
 extern "C" int hz_decode_graph_begin_capture(void *compute_stream, void **capture_stream) {

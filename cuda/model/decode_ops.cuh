@@ -168,6 +168,22 @@ uint32_t hz_decode_attention_splits(const hz_decode_dev *dev, uint32_t heads, ui
 int hz_decode_attention_supported(uint32_t head_dim);
 int hz_decode_attention(const hz_dattn_args *a, const hz_klaunch *k);
 
+/* ---- a side stream for work that does not depend on the routed experts --------------------------------------
+ * Qwen's shared expert down projection needs only the router GEMV's gate/up rows, so it runs beside the
+ * routed-expert kernel instead of after it. hz_decode_side holds a non-blocking stream on the device of
+ * `stream` and two events without timing. fork records "everything queued on `stream` so far" (call it
+ * right after the kernel the side work depends on); side_begin makes the side stream wait for that
+ * point and returns it; join makes `stream` wait for everything queued on the side stream so far. All
+ * three are legal during stream capture: the side stream then joins the capture and is joined back.
+ * destroy waits for the side stream first (NULL-safe). */
+typedef struct hz_decode_side hz_decode_side;
+
+int hz_decode_side_create(void *stream, hz_decode_side **out);
+void hz_decode_side_destroy(hz_decode_side *side);
+int hz_decode_fork(hz_decode_side *side, void *stream);
+int hz_decode_side_begin(hz_decode_side *side, void **side_stream);
+int hz_decode_join(hz_decode_side *side, void *stream);
+
 /* ---- the CUDA graph of a step ------------------------------------------------------------------------------
  * Capture runs on a private stream (other sessions may be queueing on the compute stream meanwhile):
  * begin_capture creates it and starts a thread-local capture; the caller enqueues exactly one

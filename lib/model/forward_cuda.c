@@ -195,6 +195,7 @@ void hz_gpu_session_destroy(hz_session *s) {
     (void)be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
     hz_gpu_prefill_destroy(s);
     hz_decode_graph_destroy(g->graph);
+    hz_decode_side_destroy(g->side);
     hz_event_destroy(g->done);
     if (g->act) be->ops->mem_free(be, g->act);
     if (g->kc) be->ops->mem_free(be, g->kc);
@@ -265,6 +266,13 @@ static float *rope_table(const hz_model_config *c, uint32_t ctx) {
     return t;
 }
 
+/* Whether Qwen's shared down projection runs beside the routed experts (the default) or after them on
+ * the compute queue (HZ_GPU_SHARED_BESIDE=0, for the benchmarks that measure the difference). */
+static int shared_beside(void) {
+    const char *env = getenv("HZ_GPU_SHARED_BESIDE");
+    return !(env && strcmp(env, "0") == 0);
+}
+
 int hz_gpu_session_create(hz_session *s) {
     hz_model *m = s->model;
     const hz_model_config *c = &m->cfg;
@@ -287,6 +295,7 @@ int hz_gpu_session_create(hz_session *s) {
     if (!st) st = be->ops->mem_alloc(be, kv_bytes, (void **)&g->vc);
     if (!st) st = be->ops->pinned_alloc(be, pinned_bytes, (void **)&g->pinned);
     if (!st) st = hz_event_create(m->device, &g->done);
+    if (!st && c->shared_inter && shared_beside()) st = hz_decode_side_create(m->gpu->queue, &g->side);
     if (st) return hz_error_prefix(st, "session: device state (%llu + 2 x %llu bytes)",
                                    (unsigned long long)act_bytes, (unsigned long long)kv_bytes);
     layout_act(s, g, g->act);
@@ -419,7 +428,8 @@ static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n) {
  *   router GEMV   x = ffn_norm(h + o) (also stored in xn for the experts), zeroes acc; Qwen adds the
  *                 shared expert's gate/up/gate-logit rows; tail: softmax + top-k (+ device row table)
  *   experts       full: one executor call on the device table; partial: routed_partial
- *   (Qwen) shared down GEMV, x = fp16(silu(g) * u)
+ *   (Qwen) shared down GEMV, x = fp16(silu(g) * u): on the side stream (g->side), beside the routed
+ *                 experts, joined back before the next layer (see there)
  * then, for the last token, the lm_head GEMV with x = final_norm(h + moe) and the argmax tail.
  * Residual norm r (0, 1, 2, ...) writes h into hb[r & 1] and reads hb[(r - 1) & 1]. Nothing here
  * depends on the position or the token except through g->dstep, so the sequence can be replayed. */
@@ -471,14 +481,30 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
                             .tail_scratch = g->tail};
         r++;
         CALL(hz_decode_gemv(&ra, &gm->dev, &kl));
+        /* Qwen's shared down projection needs only the rows above: with a side stream it runs beside
+         * the routed experts, queued after them so that their kernel is offered the device first
+         * (Qwen1.5-MoE-A2.7B shape, step at positions 32..96, H200, 2026-11-29: 1.596 ms after
+         * them, 1.508 ms beside them). */
+        const hz_dgemv_args da = {.seg = {{w->sh_down, NULL, g->shd, H, 0}}, .nseg = 1, .in = S,
+                                  .x_mode = HZ_DGEMV_X_SILU, .g = g->shg, .u = g->shu};
+        if (qwen && g->side) CALL(hz_decode_fork(g->side, stream));
         if (gm->full)
             CALL(hz_exec_cuda_moe_device(m->exec, K, g->rows_dev, g->route_w, g->xn, g->acc, g->scratch,
                                          g->scratch_bytes, stream));
         else
             CALL(routed_partial(s, l));
-        if (qwen) {
-            hz_dgemv_args da = {.seg = {{w->sh_down, NULL, g->shd, H, 0}}, .nseg = 1, .in = S,
-                                .x_mode = HZ_DGEMV_X_SILU, .g = g->shg, .u = g->shu};
+        if (qwen && g->side) {
+            void *ss = NULL;
+            CALL(hz_decode_side_begin(g->side, &ss));
+            const hz_klaunch sk = {ss, 0}; /* its stream's previous kernel is another layer's */
+            /* One block per multiprocessor: it then fits beside the routed-expert kernel's block on
+             * every multiprocessor (Qwen step 1.548 -> 1.508 ms against the 2-per-multiprocessor
+             * grid; half as many blocks: 1.761 ms; H200, 2026-11-29) */
+            hz_decode_dev sd = gm->dev;
+            sd.gemv_grid = sd.sms;
+            CALL(hz_decode_gemv(&da, &sd, &sk));
+            CALL(hz_decode_join(g->side, stream));
+        } else if (qwen) {
             CALL(hz_decode_gemv(&da, &gm->dev, &kl));
         }
     }
