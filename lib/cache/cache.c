@@ -296,6 +296,9 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
         if (o.staging_threads > 256)
             return hz_error(HZ_EINVAL, "staging_threads %u is above 256", o.staging_threads);
         tc.threads = o.staging_threads;
+        /* Piecewise H2D (transact.h) stays opt-in until measured on a GPU: HZ_TXN_PIECEWISE=1. */
+        const char *pw = getenv("HZ_TXN_PIECEWISE");
+        tc.piecewise = pw && strcmp(pw, "1") == 0;
         if (tc.threads == 0) {
             /* Copies scale with cores until memory bandwidth saturates; beyond 16 threads they stop helping. */
             long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -1018,6 +1021,7 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
     cJSON_AddNumberToObject(j, "staging_slots_busy", ts.slots_busy);
     cJSON_AddNumberToObject(j, "staging_high_water", (double)ts.staging_high_water);
     cJSON_AddNumberToObject(j, "staging_threads", ts.threads);
+    cJSON_AddBoolToObject(j, "staging_piecewise", ts.piecewise);
     cJSON_AddNumberToObject(j, "staging_copies", (double)ts.staging_copies);
     cJSON_AddNumberToObject(j, "staging_chunks", (double)ts.staging_chunks);
     cJSON_AddNumberToObject(j, "staging_copy_bytes", (double)ts.staging_copy_bytes);
@@ -1070,8 +1074,13 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
                                 ? "registered: the backing's routed region is registered for direct DMA; H2D "
                                   "copies read it, no staging copy is made (staging figures stay 0)"
                                 : ts.transport == HZ_TXN_THREADED
-                                      ? "threaded: backing -> pinned staging copies run on staging_threads "
-                                        "threads, blobs split in staging_chunks pieces"
+                                      ? (ts.piecewise ? "threaded, piecewise (HZ_TXN_PIECEWISE=1): backing -> pinned "
+                                                        "staging copies run on staging_threads threads, up to four "
+                                                        "pieces per thread, and every run of landed pieces is sent "
+                                                        "to the device at once"
+                                                      : "threaded: backing -> pinned staging copies run on "
+                                                        "staging_threads threads, blobs split in staging_chunks "
+                                                        "pieces")
                                       : "serial: the acquiring thread copies backing -> pinned staging");
     cJSON_AddStringToObject(notes, "staging_gbps",
                             "staging_copy_bytes over staging_copy_seconds, the wall time during which at least "

@@ -25,7 +25,11 @@ typedef struct txn_slot {
     uint32_t item;
     uint32_t claimed, done; /* pieces handed to threads, pieces finished (copied or skipped) */
     int status;             /* first failure among its pieces */
-    struct txn_slot *next;  /* in the work list or the staged list */
+    int queued;             /* in the staged list */
+    uint64_t ready;         /* piecewise: pieces in staging whose H2D is not enqueued yet (bit = piece) */
+    uint32_t sent;          /* piecewise: pieces whose H2D is enqueued */
+    struct txn_slot *next;  /* in the work list */
+    struct txn_slot *snext; /* in the staged list (piecewise, a fill may be in both at once) */
 } txn_slot;
 
 struct hz_transactor {
@@ -61,9 +65,12 @@ struct hz_transactor {
     uint32_t nthreads, started;
     uint32_t pieces;     /* pieces per blob */
     uint64_t piece_bytes; /* bytes per piece (the last one may be shorter) */
+    uint64_t chunk_bytes; /* the smallest piece asked for (0: the default) */
+    int piecewise;       /* H2D per run of landed pieces, not per blob (hz_txn_config.piecewise) */
     int stop, abort;
     txn_slot *work_head, *work_tail;     /* fills with pieces nobody claimed yet */
-    txn_slot *staged_head, *staged_tail; /* fills whose pieces are all finished, in completion order */
+    txn_slot *staged_head, *staged_tail; /* fills with something for the loader: all pieces finished
+                                            (or, piecewise, pieces to send), in that order */
     uint32_t filling;                    /* fills with unfinished pieces */
     uint32_t active;                     /* threads inside a copy */
     uint64_t active_since;
@@ -117,6 +124,16 @@ static void set_state(hz_transactor *t, txn_slot *s, int state) {
 }
 
 /* ---- the threaded transport's copy threads ------------------------------------------------------ */
+
+/* Hands fill `s` to the loading thread (once: a fill already waiting keeps its place). mu held. */
+static void queue_staged(hz_transactor *t, txn_slot *s) {
+    if (s->queued) return;
+    s->queued = 1;
+    s->snext = NULL;
+    if (t->staged_tail) t->staged_tail->snext = s;
+    else t->staged_head = s;
+    t->staged_tail = s;
+}
 
 static void copy_thread_main(void *arg) {
     hz_transactor *t = arg;
@@ -173,14 +190,16 @@ static void copy_thread_main(void *arg) {
                 t->fail_set = 1;
             }
         }
-        if (++s->done == t->pieces) {
+        const int landed = !skip && st == HZ_OK;
+        if (landed && t->piecewise) s->ready |= UINT64_C(1) << piece;
+        const int last = ++s->done == t->pieces;
+        if (last) {
             t->filling--;
             if (!s->status && !skip) t->staging_copies++;
             if (!s->status && skip) s->status = HZ_ESTATE; /* never sent; dropped by the loader */
-            s->next = NULL;
-            if (t->staged_tail) t->staged_tail->next = s;
-            else t->staged_head = s;
-            t->staged_tail = s;
+        }
+        if (last || (landed && t->piecewise)) {
+            queue_staged(t, s);
             pthread_cond_signal(&t->done_cv);
         }
     }
@@ -248,16 +267,37 @@ static int create_staging(hz_transactor *t, uint32_t slots) {
 
 /* mu held or no thread running. */
 static void set_pieces(hz_transactor *t, uint64_t chunk_bytes) {
-    /* A piece smaller than this costs more in hand-over than it gains in parallel copying. */
+    t->chunk_bytes = chunk_bytes;
+    /* A piece smaller than this costs more in hand-over than it gains in parallel copying. Piecewise,
+     * a quarter of it, up to four pieces per thread: the threads' first pieces land while their later
+     * ones are copied, so the H2D of the first overlaps the copies of the rest. */
     uint64_t min_piece = chunk_bytes ? chunk_bytes : 256u * 1024u;
+    uint64_t max_pieces = t->nthreads;
+    if (t->piecewise) {
+        min_piece = min_piece / 4u ? min_piece / 4u : 1u;
+        max_pieces = 4u * (uint64_t)t->nthreads;
+        if (max_pieces > 64u) max_pieces = 64u; /* one bit each in txn_slot.ready */
+    }
     uint64_t pieces = t->row_bytes / min_piece;
     if (pieces < 1) pieces = 1;
-    if (pieces > t->nthreads) pieces = t->nthreads;
+    if (pieces > max_pieces) pieces = max_pieces;
     /* Cache-line aligned pieces, so two threads never write the same line of a slot. */
     uint64_t piece = (t->row_bytes + pieces - 1) / pieces;
     piece = (piece + 63u) & ~(uint64_t)63u;
     t->piece_bytes = piece;
     t->pieces = (uint32_t)((t->row_bytes + piece - 1) / piece);
+}
+
+int hz_transactor_set_piecewise(hz_transactor *t, int on) {
+    if (!t || t->transport != HZ_TXN_THREADED) return hz_error(HZ_EINVAL, "set_piecewise: not a threaded transactor");
+    pthread_mutex_lock(&t->mu);
+    int idle = t->filling == 0 && t->work_head == NULL && t->cur_items == NULL;
+    if (idle) {
+        t->piecewise = on != 0;
+        set_pieces(t, t->chunk_bytes);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return idle ? HZ_OK : hz_error(HZ_ESTATE, "set_piecewise: a load is running");
 }
 
 int hz_transactor_set_piece_bytes(hz_transactor *t, uint64_t bytes) {
@@ -326,6 +366,7 @@ int hz_transactor_create(hz_backend *be, const hz_host_backing *backing, uint64_
     t->backing = backing;
     t->transport = cfg->transport;
     t->row_bytes = row_bytes;
+    t->piecewise = cfg->transport == HZ_TXN_THREADED && cfg->piecewise;
     int st = HZ_OK;
     if (cfg->transport == HZ_TXN_REGISTERED) {
         st = create_registration(t);
@@ -380,6 +421,63 @@ static int h2d_from_slot(hz_transactor *t, txn_slot *s, const hz_txn_item *it, u
     st = be->ops->event_record(be, s->ev, HZ_QUEUE_COPY);
     if (st) return hz_error_prefix(st, "recording the completion of layer %u expert %u", it->layer, it->expert);
     return HZ_OK;
+}
+
+/* Piecewise: enqueues the H2D of pieces [first, first + count) of slot `s` (one copy), into the same
+ * bytes of its item's row. The slot stays FILLING: nothing refills it before its last piece is sent and
+ * that copy's event completes. */
+static int h2d_pieces(hz_transactor *t, txn_slot *s, const hz_txn_item *it, uint32_t first, uint32_t count,
+                      uint32_t *issued) {
+    const uint64_t off = (uint64_t)first * t->piece_bytes;
+    uint64_t end = (uint64_t)(first + count) * t->piece_bytes;
+    if (end > t->row_bytes) end = t->row_bytes;
+    int st = hz_backend_copy_h2d(t->be, HZ_QUEUE_COPY, (uint8_t *)it->dst + off, s->buf + off, end - off,
+                                 HZ_PURPOSE_EXPERT);
+    if (st)
+        return hz_error_prefix(st, "H2D of layer %u expert %u (pieces %u..%u of %u)", it->layer, it->expert,
+                               first + 1, first + count, t->pieces);
+    (*issued)++;
+    return HZ_OK;
+}
+
+/* Piecewise: after its last piece's H2D, slot `s` is read until the event recorded now completes. */
+static int finish_pieces(hz_transactor *t, txn_slot *s, const hz_txn_item *it) {
+    pthread_mutex_lock(&t->mu);
+    set_state_locked(t, s, SLOT_COPYING);
+    s->seq = ++t->next_seq;
+    pthread_mutex_unlock(&t->mu);
+    count_h2d(t);
+    int st = t->be->ops->event_record(t->be, s->ev, HZ_QUEUE_COPY);
+    if (st) return hz_error_prefix(st, "recording the completion of layer %u expert %u", it->layer, it->expert);
+    return HZ_OK;
+}
+
+/* Piecewise: enqueues every run of consecutive pieces in `ready` (one copy per run, in piece order).
+ * mu held on entry and on return; released while copies are enqueued. */
+static int send_ready(hz_transactor *t, txn_slot *s, uint64_t ready, const hz_txn_item *it, uint32_t *issued,
+                      uint32_t *enqueued) {
+    pthread_mutex_unlock(&t->mu);
+    int st = HZ_OK;
+    uint32_t sent = 0;
+    for (uint32_t p = 0; p < t->pieces && st == HZ_OK;) {
+        if (!(ready >> p & 1u)) {
+            p++;
+            continue;
+        }
+        uint32_t q = p;
+        while (q < t->pieces && (ready >> q & 1u)) q++;
+        st = h2d_pieces(t, s, it, p, q - p, issued);
+        if (st == HZ_OK) sent += q - p;
+        p = q;
+    }
+    pthread_mutex_lock(&t->mu);
+    s->sent += sent;
+    if (st != HZ_OK || s->sent < t->pieces) return st;
+    pthread_mutex_unlock(&t->mu);
+    st = finish_pieces(t, s, it);
+    pthread_mutex_lock(&t->mu);
+    if (st == HZ_OK) (*enqueued)++;
+    return st;
 }
 
 /* After every item has been enqueued: waits for each slot's last copy. */
@@ -461,14 +559,23 @@ static int load_threaded(hz_transactor *t, const hz_txn_item *items, uint32_t n,
         txn_slot *s = t->staged_head;
         if (s) {
             /* Staged blobs go first: the copy queue should never wait for the bookkeeping below. */
-            t->staged_head = s->next;
+            t->staged_head = s->snext;
             if (!t->staged_head) t->staged_tail = NULL;
-            s->next = NULL;
+            s->snext = NULL;
+            s->queued = 0;
             if (s->status) {
                 st = s->status;
-                set_state_locked(t, s, SLOT_IDLE);
+                /* Piecewise, copies of its earlier pieces may still read it: the failure path drains
+                 * the copy queue before any slot is reused. */
+                if (!t->piecewise) set_state_locked(t, s, SLOT_IDLE);
                 hz_error(st, "%s", t->fail_set ? t->fail_msg : "transactor: a staging copy failed");
                 break;
+            }
+            if (t->piecewise) {
+                const uint64_t ready = s->ready;
+                s->ready = 0;
+                st = send_ready(t, s, ready, &items[s->item], issued, &enqueued);
+                continue;
             }
             pthread_mutex_unlock(&t->mu);
             st = h2d_from_slot(t, s, &items[s->item], issued);
@@ -490,9 +597,11 @@ static int load_threaded(hz_transactor *t, const hz_txn_item *items, uint32_t n,
             }
             f->src = blob;
             f->item = next++;
-            f->claimed = f->done = 0;
+            f->claimed = f->done = f->sent = 0;
+            f->ready = 0;
+            f->queued = 0;
             f->status = HZ_OK;
-            f->next = NULL;
+            f->next = f->snext = NULL;
             set_state_locked(t, f, SLOT_FILLING);
             t->filling++;
             if (t->work_tail) t->work_tail->next = f;
@@ -527,9 +636,10 @@ static int load_threaded(hz_transactor *t, const hz_txn_item *items, uint32_t n,
         while (t->filling) pthread_cond_wait(&t->done_cv, &t->mu);
         while (t->staged_head) {
             txn_slot *s = t->staged_head;
-            t->staged_head = s->next;
-            s->next = NULL;
-            set_state_locked(t, s, SLOT_IDLE);
+            t->staged_head = s->snext;
+            s->snext = NULL;
+            s->queued = 0;
+            if (!t->piecewise) set_state_locked(t, s, SLOT_IDLE); /* piecewise: after the drain (see above) */
         }
         t->staged_tail = NULL;
         t->abort = 0;
@@ -623,8 +733,10 @@ void hz_transactor_stats(hz_transactor *t, hz_txn_stats *out) {
     out->staging_copy_ns = t->copy_ns;
     out->staging_thread_ns = t->thread_ns;
     out->registered_bytes = t->reg_bytes;
+    out->piecewise = t->piecewise;
     uint32_t pending = t->filling;
-    for (txn_slot *s = t->staged_head; s; s = s->next) pending++;
+    for (txn_slot *s = t->staged_head; s; s = s->snext)
+        if (s->done == t->pieces) pending++; /* piecewise: one still filling is counted above */
     out->fills_pending = pending;
     pthread_mutex_unlock(&t->mu);
 }

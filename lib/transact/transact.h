@@ -8,7 +8,8 @@
  *    read it: a slot is refilled only after that event has completed.
  *  - threaded: the same ring, but the host copies run on a pool of threads owned by the transactor,
  *    each blob split into chunks copied in parallel; an item's H2D is enqueued by the calling thread as
- *    soon as all of its chunks are in staging (in completion order, not item order).
+ *    soon as all of its chunks are in staging (in completion order, not item order), or, piecewise
+ *    (hz_txn_config.piecewise), each run of its chunks as soon as that run is in staging.
  *  - registered: the backing's routed region is registered with the backend for direct DMA once, at
  *    creation; H2D copies read the backing itself. No staging slot exists. */
 #ifndef HZ_TRANSACT_H
@@ -54,6 +55,12 @@ typedef struct hz_txn_config {
     uint32_t slots;       /* staging slots of row_bytes (serial, threaded; ignored by registered) */
     uint32_t threads;     /* threaded: copy threads (>= 1) */
     uint64_t chunk_bytes; /* threaded: smallest piece one thread copies; 0 = 256 KiB */
+    /* threaded: 0 = an item's H2D is enqueued once all its pieces are in staging (one copy per blob);
+     * 1 = piecewise: up to four pieces per thread (at most 64, each at least chunk_bytes / 4), and every
+     * run of consecutive pieces in staging is enqueued at once (several copies per blob), so the H2D of
+     * the first pieces overlaps the host copies of the later ones. The slot's event follows the last
+     * piece's copy; h2d_copies still counts blobs. */
+    int piecewise;
 } hz_txn_config;
 
 /* Serial and threaded: `slots` staging buffers of `row_bytes` each in one pinned allocation, one event
@@ -92,6 +99,7 @@ typedef struct hz_txn_stats {
     uint64_t registered_bytes;    /* bytes registered for direct DMA (registered), else 0 */
     uint32_t fills_pending;       /* threaded: blobs handed to the copy threads and not yet taken back by
                                      the loading thread (0 whenever no load runs) */
+    int piecewise;                /* threaded: H2D per run of pieces (hz_txn_config.piecewise) */
 } hz_txn_stats;
 
 void hz_transactor_stats(hz_transactor *t, hz_txn_stats *out);
@@ -102,6 +110,9 @@ const char *hz_txn_transport_name(int transport);
 /* Test support (threaded): split each blob into pieces of at least `bytes` (at most one per thread), so
  * that small test blobs are copied by several threads too. Call between loads. HZ_EINVAL otherwise. */
 int hz_transactor_set_piece_bytes(hz_transactor *t, uint64_t bytes);
+/* Test support (threaded): turns piecewise H2D (hz_txn_config.piecewise) on or off and splits the blobs
+ * again. Call between loads. HZ_EINVAL (not threaded), HZ_ESTATE (a load runs). */
+int hz_transactor_set_piecewise(hz_transactor *t, int on);
 
 /* Test support: every later staging copy (a blob in serial, a piece in threaded) sleeps `usec` before
  * copying, as a large blob would take, so that failures meet copies still in flight. 0 = no delay. */

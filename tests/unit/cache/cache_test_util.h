@@ -92,35 +92,52 @@ static inline void tu_check_rows(const hz_host_backing *b, hz_generation *lease,
 
 /* Every cache scenario runs once per transport. The cmocka initial state of a test is a pointer into
  * this array. */
-static const int tu_transports[3] = {HZ_TRANSPORT_SERIAL, HZ_TRANSPORT_THREADED, HZ_TRANSPORT_REGISTERED};
+/* The tests' fourth transport: threaded with piecewise H2D (hz_txn_config.piecewise), which the cache
+ * takes from HZ_TXN_PIECEWISE; here tu_after_create turns it on. Compares unequal to every
+ * HZ_TRANSPORT_*, so a test's "registered or not" checks treat it as the threaded transport it is. */
+#define TU_PIECEWISE 0x100
+#define TU_THREADED_PIECEWISE (HZ_TRANSPORT_THREADED | TU_PIECEWISE)
+
+static const int tu_transports[4] = {HZ_TRANSPORT_SERIAL, HZ_TRANSPORT_THREADED, HZ_TRANSPORT_REGISTERED,
+                                     TU_THREADED_PIECEWISE};
 
 static inline const char *tu_transport_name(int transport) {
+    transport &= ~TU_PIECEWISE;
     return transport == HZ_TRANSPORT_THREADED ? "threaded" : transport == HZ_TRANSPORT_REGISTERED ? "registered" : "serial";
 }
+
+/* Set by tu_options, read by the tu_after_create that follows it (tests create caches one at a time). */
+static int tu_piecewise_next;
 
 /* Default options for `transport`; the threaded one runs 3 copy threads (more than the sandbox's cores,
  * so pieces of one blob really are copied concurrently and out of order). */
 static inline void tu_options(hz_cache_options *o, int transport) {
     hz_cache_options_init(o);
-    o->transport = transport;
-    if (transport == HZ_TRANSPORT_THREADED) o->staging_threads = 3;
+    tu_piecewise_next = (transport & TU_PIECEWISE) != 0;
+    o->transport = transport & ~TU_PIECEWISE;
+    if (o->transport == HZ_TRANSPORT_THREADED) o->staging_threads = 3;
 }
 
 /* Right after hz_cache_create: a threaded cache splits even the tests' small blobs into one piece per
- * thread (production pieces are at least 256 KiB). Generation 1 was loaded with whole blobs. */
+ * thread (production pieces are at least 256 KiB), or, piecewise, into up to four per thread. Generation
+ * 1 was loaded with whole blobs. */
 static inline void tu_after_create(hz_cache *c) {
     hz_transactor *t = hz_cache_transactor(c);
     hz_txn_stats ts;
     hz_transactor_stats(t, &ts);
     if (ts.transport == HZ_TXN_THREADED) assert_int_equal(hz_transactor_set_piece_bytes(t, 1024), HZ_OK);
+    if (ts.transport == HZ_TXN_THREADED && tu_piecewise_next)
+        assert_int_equal(hz_transactor_set_piecewise(t, 1), HZ_OK);
+    tu_piecewise_next = 0;
 }
 
 #define TU_TRANSPORT_TEST_(fn, setup, teardown, i, name)                                               \
     { #fn " [" name "]", fn, setup, teardown, (void *)&tu_transports[i] }
-/* Three cmocka entries: `fn` with each transport as its initial state. */
+/* Four cmocka entries: `fn` with each transport (and threaded piecewise) as its initial state. */
 #define TU_TRANSPORT_TESTS(fn, setup, teardown)                                                        \
     TU_TRANSPORT_TEST_(fn, setup, teardown, 0, "serial"), TU_TRANSPORT_TEST_(fn, setup, teardown, 1, "threaded"), \
-        TU_TRANSPORT_TEST_(fn, setup, teardown, 2, "registered")
+        TU_TRANSPORT_TEST_(fn, setup, teardown, 2, "registered"),                                     \
+        TU_TRANSPORT_TEST_(fn, setup, teardown, 3, "threaded piecewise")
 
 static inline void tu_check_invariants(hz_cache *c) {
     char why[256] = "";

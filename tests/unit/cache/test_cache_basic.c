@@ -468,6 +468,17 @@ static void test_stats_json_fields(void **state) {
     char name[32];
     tu_stat_str(f->c, "transport", name, sizeof name);
     assert_string_equal(name, tu_transport_name(f->transport));
+    cJSON *js = NULL;
+    {
+        char *s2 = NULL;
+        assert_int_equal(hz_cache_stats_json(f->c, &s2), HZ_OK);
+        js = cJSON_Parse(s2);
+        hz_free(s2);
+    }
+    const cJSON *pw = cJSON_GetObjectItem(js, "staging_piecewise");
+    assert_true(cJSON_IsBool(pw));
+    assert_int_equal(cJSON_IsTrue(pw), (f->transport & TU_PIECEWISE) != 0);
+    cJSON_Delete(js);
     if (f->transport == HZ_TRANSPORT_REGISTERED) {
         assert_int_equal(tu_stat(f->c, "staging_copy_bytes"), 0);
         assert_true(tu_stat(f->c, "staging_gbps") < 0); /* null: nothing was copied, no invented rate */

@@ -293,7 +293,7 @@ typedef struct mode {
 #define MODES(t)                                                                                      \
     {8, TOPK, 2, 0, t}, {8, TOPK, 2, 1, t}, {12, 2 * TOPK, 3, 0, t}, { 12, 2 * TOPK, 3, 1, t }
 static const mode k_modes[] = {MODES(HZ_TRANSPORT_SERIAL), MODES(HZ_TRANSPORT_THREADED),
-                               MODES(HZ_TRANSPORT_REGISTERED)};
+                               MODES(HZ_TRANSPORT_REGISTERED), MODES(TU_THREADED_PIECEWISE)};
 
 static void test_stress(void **state) {
     const mode *m = *state;
@@ -310,6 +310,7 @@ int main(void) {
         STRESS_TESTS(0, "serial"),
         STRESS_TESTS(4, "threaded"),
         STRESS_TESTS(8, "registered"),
+        STRESS_TESTS(12, "threaded piecewise"),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
