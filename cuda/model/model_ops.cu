@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(kNormThreads) resnorm_kernel(const hz_resnorm_
 __global__ void __launch_bounds__(kNormThreads) qkv_post_kernel(const hz_qkv_post_args a) {
     extern __shared__ float buf[];
     __shared__ float red[kWarp + 1];
-    const uint32_t D = a.head_dim, half = D / 2u;
+    const uint32_t D = a.head_dim;
     if (blockIdx.x == 2) {
         const uint32_t n = a.kv_heads * D;
         for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) a.v_dst[i] = a.v[i];
@@ -133,20 +133,7 @@ __global__ void __launch_bounds__(kNormThreads) qkv_post_kernel(const hz_qkv_pos
         buf[i] = v;
         ss = fmaf(v, v, ss);
     }
-    if (nw) {
-        ss = block_reduce<false>(ss, red);
-        const float inv = 1.0f / sqrtf(ss / (float)n + a.eps);
-        for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
-            buf[i] = round16(__fmul_rn(h2f(nw[i]), round16(__fmul_rn(buf[i], inv))));
-    }
-    __syncthreads();
-    for (uint32_t idx = threadIdx.x; idx < heads * half; idx += blockDim.x) {
-        const uint32_t h = idx / half, i = idx % half;
-        const float c = a.rope_cs[i], s = a.rope_cs[half + i];
-        const float x0 = buf[h * D + i], x1 = buf[h * D + i + half];
-        dst[h * D + i] = f2h(__fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s)));
-        dst[h * D + i + half] = f2h(__fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s)));
-    }
+    qk_norm_rope(buf, n, heads, D, ss, nw, a.eps, a.rope_cs, dst, red);
 }
 
 /* ---- decode attention ---------------------------------------------------------------------------- */

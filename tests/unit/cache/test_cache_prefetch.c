@@ -180,17 +180,9 @@ static void test_partial_prediction(void **state) {
     tu_check_invariants(f->c);
 }
 
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
-
 static void random_group(uint64_t *rng, uint32_t *g, uint32_t n, uint32_t experts) {
     for (uint32_t k = 0; k < n;) {
-        uint32_t e = (uint32_t)(rng_next(rng) % experts);
+        uint32_t e = (uint32_t)(tu_rng_next(rng) % experts);
         int dup = 0;
         for (uint32_t i = 0; i < k; i++) dup |= g[i] == e;
         if (!dup) g[k++] = e;
@@ -208,7 +200,7 @@ static void test_same_rows_as_without_prefetch(void **state) {
     assert_int_equal(hz_backend_cpu_set_copy_delay(f->cpu, 200), HZ_OK);
     uint64_t rng = 99;
     for (int it = 0; it < 60; it++) {
-        uint32_t layer = (uint32_t)(rng_next(&rng) % 3), g[4], p[4];
+        uint32_t layer = (uint32_t)(tu_rng_next(&rng) % 3), g[4], p[4];
         random_group(&rng, g, 4, 16);
         random_group(&rng, p, 4, 16);
         assert_int_equal(hz_cache_prefetch(f->c, layer, p, 4), HZ_OK);
@@ -617,7 +609,7 @@ static void *mixer_main(void *arg) {
     uint64_t rng = 0x9e3779b97f4a7c15ull * (uint64_t)(m->id + 3);
     uint64_t it = 0;
     while (!m->failed && hz_now_seconds() < m->deadline) {
-        uint32_t layer = (uint32_t)(rng_next(&rng) % 3), g[4], p[4];
+        uint32_t layer = (uint32_t)(tu_rng_next(&rng) % 3), g[4], p[4];
         random_group(&rng, g, 4, 16);
         random_group(&rng, p, 4, 16);
         int st = hz_cache_prefetch(c, (layer + 1) % 3, p, 4);
@@ -637,7 +629,7 @@ static void *mixer_main(void *arg) {
                 snprintf(m->msg, sizeof m->msg, "layer %u expert %u does not hold its bytes", layer, g[i]);
             }
         }
-        if (rng_next(&rng) % 4 == 0) usleep(100);
+        if (tu_rng_next(&rng) % 4 == 0) usleep(100);
         if (hz_generation_release(l, NULL) != HZ_OK) m->failed = 1;
         if (m->id == 0 && ++it % 8 == 0) {
             char why[256];

@@ -34,14 +34,6 @@ static void fail_once(const char *fmt, ...) {
     pthread_mutex_unlock(&g_fail_mu);
 }
 
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
-
 typedef struct run {
     hz_host_backing *b;
     hz_device *d;
@@ -79,12 +71,12 @@ static void pick_group(run *r, uint64_t *rng, uint32_t layer, uint32_t *g) {
     while (n < TOPK) {
         uint32_t e;
         if (r->zipf) {
-            double u = (double)(rng_next(rng) >> 11) * (1.0 / 9007199254740992.0);
+            double u = (double)(tu_rng_next(rng) >> 11) * (1.0 / 9007199254740992.0);
             uint32_t k = 0;
             while (k + 1 < EXPERTS && r->cdf[k] < u) k++;
             e = r->perm[layer][k];
         } else {
-            e = (uint32_t)(rng_next(rng) % EXPERTS);
+            e = (uint32_t)(tu_rng_next(rng) % EXPERTS);
         }
         int dup = 0;
         for (uint32_t i = 0; i < n; i++) dup |= g[i] == e;
@@ -111,7 +103,7 @@ static void *worker_main(void *arg) {
     uint64_t last_gen = 0;
     uint64_t it = 0;
     while (!atomic_load(&g_failed) && hz_now_seconds() < r->deadline) {
-        uint32_t layer = (uint32_t)(rng_next(&rng) % LAYERS);
+        uint32_t layer = (uint32_t)(tu_rng_next(&rng) % LAYERS);
         uint32_t g[TOPK];
         pick_group(r, &rng, layer, g);
         hz_generation *lease = NULL;
@@ -144,8 +136,8 @@ static void *worker_main(void *arg) {
                 fail_once("thread %d: layer %u expert %u (row %u, generation %llu) does not hold its bytes at "
                           "acquire", w->id, layer, g[i], row, (unsigned long long)gen);
         }
-        uint64_t mode = rng_next(&rng) % 8;
-        if (mode == 0) usleep((useconds_t)(rng_next(&rng) % 300)); /* hold the lease a while */
+        uint64_t mode = tu_rng_next(&rng) % 8;
+        if (mode == 0) usleep((useconds_t)(tu_rng_next(&rng) % 300)); /* hold the lease a while */
         if (mode < 2) {
             /* synchronous consumer: read again, then release with no event */
             for (uint32_t i = 0; i < TOPK; i++)
@@ -155,7 +147,7 @@ static void *worker_main(void *arg) {
             st = hz_generation_release(lease, NULL);
         } else {
             /* asynchronous consumer: its kernel runs later on the compute queue */
-            j->delay_us = (unsigned)(rng_next(&rng) % 400);
+            j->delay_us = (unsigned)(tu_rng_next(&rng) % 400);
             if (hz_backend_cpu_enqueue_host_fn(r->cpu, HZ_QUEUE_COMPUTE, consumer_kernel, j) != HZ_OK) {
                 free(j);
                 fail_once("enqueue consumer: %s", hz_last_error_message());
@@ -216,7 +208,7 @@ static void stress(uint32_t capacity, uint32_t spare, uint32_t staging_blobs, in
     for (uint32_t l = 0; l < LAYERS; l++) {
         for (uint32_t k = 0; k < EXPERTS; k++) r->perm[l][k] = k;
         for (uint32_t k = EXPERTS - 1; k > 0; k--) {
-            uint32_t m = (uint32_t)(rng_next(&prng) % (k + 1));
+            uint32_t m = (uint32_t)(tu_rng_next(&prng) % (k + 1));
             uint32_t t = r->perm[l][k];
             r->perm[l][k] = r->perm[l][m];
             r->perm[l][m] = t;

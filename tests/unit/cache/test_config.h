@@ -34,4 +34,13 @@ static inline hz_model_config tu_config(uint32_t layers, uint32_t experts, uint3
     return cfg;
 }
 
+/* xorshift64: the tests' reproducible stream of random numbers (state: any non-zero seed). */
+static inline uint64_t tu_rng_next(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
 #endif

@@ -174,14 +174,6 @@ static void check_model(hz_device *d, const char *dir, hz_arch arch, uint32_t ca
 
 /* ---- 2. the miss path at OLMoE expert size ------------------------------------------------------ */
 
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
-
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -235,7 +227,7 @@ static double miss_path_gbps(hz_device *d, hz_host_backing *b, int t) {
     for (int it = 0; it < 96; it++) {
         uint32_t layer = (uint32_t)it % 4, g[8];
         for (uint32_t k = 0; k < 8;) {
-            uint32_t e = (uint32_t)(rng_next(&rng) % 64);
+            uint32_t e = (uint32_t)(tu_rng_next(&rng) % 64);
             int dup = 0;
             for (uint32_t i = 0; i < k; i++) dup |= g[i] == e;
             if (!dup) g[k++] = e;

@@ -38,6 +38,7 @@
 #include "core/core.h"
 #include "horizon/horizon.h"
 #include "model/forward_cuda.h"
+#include "gpu_stack.h"
 #include "tiny_model.h"
 
 #define GPU_REL_BOUND 5e-3
@@ -45,70 +46,6 @@
 #define N_STEPS 24
 #define N_BENCH 64
 #define N_LONG 200 /* teacher-forced positions of the long-context check (tiny max_context: 256) */
-
-static int g_failures;
-#define FAILF(...)                                                                                         \
-    do {                                                                                                   \
-        printf("FAIL: " __VA_ARGS__);                                                                      \
-        printf("\n");                                                                                      \
-        g_failures++;                                                                                      \
-    } while (0)
-
-typedef struct stack {
-    hz_host_backing *b;
-    hz_device *d;
-    hz_cache *c;
-    hz_model *m;
-    hz_session *s;
-    uint32_t vocab, top_k, layers;
-} stack;
-
-static void stack_close(stack *s) {
-    hz_session_destroy(s->s);
-    int st = hz_model_destroy(s->m);
-    if (st) FAILF("hz_model_destroy: %s", hz_last_error_message());
-    st = hz_cache_destroy(s->c);
-    if (st) FAILF("hz_cache_destroy: %s", hz_last_error_message());
-    st = hz_device_close(s->d);
-    if (st) FAILF("hz_device_close: %s", hz_last_error_message());
-    hz_host_backing_close(s->b);
-    memset(s, 0, sizeof *s);
-}
-
-static int stack_open(stack *s, const char *path, const char *device, uint32_t capacity, const char *executor) {
-    memset(s, 0, sizeof *s);
-    hz_cache_options co;
-    hz_cache_options_init(&co);
-    co.capacity = capacity;
-    hz_model_options mo;
-    hz_model_options_init(&mo);
-    mo.executor = executor;
-    hz_model_info info;
-    hz_model_info_init(&info);
-    int st = hz_host_backing_open(path, NULL, &s->b);
-    if (!st) st = hz_device_open(device, &s->d);
-    if (!st) st = hz_cache_create(s->b, s->d, &co, &s->c);
-    if (!st) st = hz_model_create(s->b, s->d, s->c, &mo, &s->m);
-    if (!st) st = hz_model_get_info(s->m, &info);
-    if (!st) st = hz_session_create(s->m, NULL, &s->s);
-    if (st) {
-        FAILF("opening %s on %s (capacity %u, executor %s): %s: %s", path, device, capacity, executor,
-              hz_status_name(st), hz_last_error_message());
-        stack_close(s);
-        return -1;
-    }
-    s->vocab = info.vocab_size;
-    s->top_k = info.top_k;
-    s->layers = info.layers;
-    return 0;
-}
-
-static uint32_t argmax(const float *x, uint32_t n) {
-    uint32_t b = 0;
-    for (uint32_t i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
 
 /* Prompt, then N_STEPS greedy steps; logits[(N_STEPS + 1) x vocab], tokens[N_STEPS + 1]. */
 static int run_seq(stack *s, float *logits, int32_t *tokens) {
@@ -144,17 +81,6 @@ static double bench(stack *s, int32_t tok) {
         }
     }
     return N_BENCH / (hz_now_seconds() - t0);
-}
-
-static double max_rel(const float *a, const float *ref, uint32_t n) {
-    double md = 0, mr = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if (!isfinite(a[i])) return INFINITY;
-        double d = fabs((double)a[i] - (double)ref[i]);
-        if (d > md) md = d;
-        if (fabs((double)ref[i]) > mr) mr = fabs((double)ref[i]);
-    }
-    return mr > 0 ? md / mr : md;
 }
 
 static uint64_t json_u64(const char *json, const char *key) {

@@ -43,6 +43,7 @@
 #include "horizon/horizon.h"
 #include "model/forward_cuda.h"
 #include "model/model.h"
+#include "gpu_stack.h"
 #include "tiny_model.h"
 
 #define REL_BOUND 5e-3
@@ -50,95 +51,11 @@
 #define CHUNK 48u
 #define MAX_PROMPT 160u
 
-static int g_failures;
-#define FAILF(...)                                                                                         \
-    do {                                                                                                   \
-        printf("FAIL: " __VA_ARGS__);                                                                      \
-        printf("\n");                                                                                      \
-        g_failures++;                                                                                      \
-    } while (0)
-
-typedef struct stack {
-    hz_host_backing *b;
-    hz_device *d;
-    hz_cache *c;
-    hz_model *m;
-    hz_session *s;
-    hz_backend *fault; /* the fault wrapper when the stack was opened with one */
-    uint32_t vocab, top_k, layers;
-} stack;
-
-static void stack_close(stack *s) {
-    hz_session_destroy(s->s);
-    int st = hz_model_destroy(s->m);
-    if (st) FAILF("hz_model_destroy: %s", hz_last_error_message());
-    st = hz_cache_destroy(s->c);
-    if (st) FAILF("hz_cache_destroy: %s: %s (a lease left behind?)", hz_status_name(st), hz_last_error_message());
-    st = hz_device_close(s->d);
-    if (st) FAILF("hz_device_close: %s", hz_last_error_message());
-    hz_host_backing_close(s->b);
-    memset(s, 0, sizeof *s);
-}
-
-/* device: "cpu", "cuda:0", or "fault" (a fault-injecting wrapper around cuda device 0). */
-static int stack_open(stack *s, const char *path, const char *device, uint32_t capacity) {
-    memset(s, 0, sizeof *s);
-    hz_cache_options co;
-    hz_cache_options_init(&co);
-    co.capacity = capacity;
-    hz_model_options mo;
-    hz_model_options_init(&mo);
-    mo.executor = strcmp(device, "cpu") == 0 ? "reference" : "grouped";
-    hz_model_info info;
-    hz_model_info_init(&info);
-    int st = hz_host_backing_open(path, NULL, &s->b);
-    if (!st && strcmp(device, "fault") == 0) {
-        hz_backend *cu = NULL;
-        st = hz_backend_cuda_create(0, &cu);
-        if (!st) st = hz_backend_fault_create(cu, &s->fault);
-        if (!st) st = hz_device_wrap(s->fault, &s->d);
-    } else if (!st) {
-        st = hz_device_open(device, &s->d);
-    }
-    if (!st) st = hz_cache_create(s->b, s->d, &co, &s->c);
-    if (!st) st = hz_model_create(s->b, s->d, s->c, &mo, &s->m);
-    if (!st) st = hz_model_get_info(s->m, &info);
-    if (!st) st = hz_session_create(s->m, NULL, &s->s);
-    if (st) {
-        FAILF("opening %s on %s (capacity %u): %s: %s", path, device, capacity, hz_status_name(st),
-              hz_last_error_message());
-        stack_close(s);
-        return -1;
-    }
-    s->vocab = info.vocab_size;
-    s->top_k = info.top_k;
-    s->layers = info.layers;
-    return 0;
-}
-
 static void set_mode(const char *mode) {
     if (mode)
         setenv("HZ_GPU_PREFILL", mode, 1);
     else
         unsetenv("HZ_GPU_PREFILL");
-}
-
-static uint32_t argmax(const float *x, uint32_t n) {
-    uint32_t b = 0;
-    for (uint32_t i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
-
-static double max_rel(const float *a, const float *ref, size_t n) {
-    double md = 0, mr = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(a[i])) return INFINITY;
-        double d = fabs((double)a[i] - (double)ref[i]);
-        if (d > md) md = d;
-        if (fabs((double)ref[i]) > mr) mr = fabs((double)ref[i]);
-    }
-    return mr > 0 ? md / mr : md;
 }
 
 static uint64_t routing_d2h(const stack *s) { return atomic_load(&s->d->be->copies[HZ_D2H][HZ_PURPOSE_ROUTING]); }
@@ -203,8 +120,8 @@ static double compare(const char *what, const float *gl, const int32_t *gt, cons
 /* The K/V rows 0..n-1 of every layer after a batched prefill against the CPU's. */
 static void check_kv(const char *arch, const char *path, uint32_t n) {
     stack c, g;
-    if (stack_open(&c, path, "cpu", 0)) return;
-    if (stack_open(&g, path, "cuda:0", 0)) {
+    if (stack_open(&c, path, "cpu", 0, NULL)) return;
+    if (stack_open(&g, path, "cuda:0", 0, NULL)) {
         stack_close(&c);
         return;
     }
@@ -255,7 +172,7 @@ static void check_kv(const char *arch, const char *path, uint32_t n) {
 
 static void run_length(const char *arch, const char *path, uint32_t n) {
     stack ref;
-    if (stack_open(&ref, path, "cpu", 0)) return;
+    if (stack_open(&ref, path, "cpu", 0, NULL)) return;
     const uint32_t V = ref.vocab, K = ref.top_k, L = ref.layers;
     int32_t prompt[MAX_PROMPT];
     make_prompt(prompt, n, V);
@@ -274,7 +191,7 @@ static void run_length(const char *arch, const char *path, uint32_t n) {
         char what[128];
         uint64_t route_b = 0, route_t = 0;
         stack g;
-        if (stack_open(&g, path, "cuda:0", cap)) continue;
+        if (stack_open(&g, path, "cuda:0", cap, NULL)) continue;
         if (run_seq(&g, prompt, n, "batched", 0, bl[r], bt, &route_b) == 0) {
             ran[r] = 1;
             snprintf(what, sizeof what, "%s %3u tokens %s batched", arch, n, res);
@@ -288,7 +205,7 @@ static void run_length(const char *arch, const char *path, uint32_t n) {
                    STEPS + 1, (unsigned long long)route_b);
         }
         stack_close(&g);
-        if (stack_open(&g, path, "cuda:0", cap)) continue;
+        if (stack_open(&g, path, "cuda:0", cap, NULL)) continue;
         if (run_seq(&g, prompt, n, "token", 0, tl, tt, &route_t) == 0) {
             snprintf(what, sizeof what, "%s %3u tokens %s token", arch, n, res);
             double et = compare(what, tl, tt, cl, ct, V);
@@ -322,14 +239,15 @@ out:
 /* A prompt in two hz_prefill calls (the second starts at position split) against the CPU's single call. */
 static void run_split(const char *arch, const char *path, uint32_t n, uint32_t split) {
     stack ref, g;
-    if (stack_open(&ref, path, "cpu", 0)) return;
+    if (stack_open(&ref, path, "cpu", 0, NULL)) return;
     const uint32_t V = ref.vocab;
     int32_t prompt[MAX_PROMPT];
     make_prompt(prompt, n, V);
     const size_t lbytes = (size_t)(STEPS + 1) * V * sizeof(float);
     float *cl = malloc(lbytes), *gl = malloc(lbytes);
     int32_t ct[STEPS + 1], gt[STEPS + 1];
-    if (cl && gl && run_seq(&ref, prompt, n, NULL, 0, cl, ct, NULL) == 0 && stack_open(&g, path, "cuda:0", 0) == 0) {
+    if (cl && gl && run_seq(&ref, prompt, n, NULL, 0, cl, ct, NULL) == 0 &&
+        stack_open(&g, path, "cuda:0", 0, NULL) == 0) {
         if (run_seq(&g, prompt, n, "batched", split, gl, gt, NULL) == 0) {
             char what[128];
             snprintf(what, sizeof what, "%s %u tokens as %u + %u batched", arch, n, split, n - split);
@@ -378,7 +296,7 @@ static void expect_failure(stack *s, hz_fault_op op, uint64_t nth, int want, con
 
 static void run_faults(const char *arch, const char *path) {
     stack ref, f;
-    if (stack_open(&ref, path, "cuda:0", 0)) return;
+    if (stack_open(&ref, path, "cuda:0", 0, NULL)) return;
     const uint32_t V = ref.vocab, K = ref.top_k, n = 2 * CHUNK + 5;
     int32_t prompt[MAX_PROMPT], next;
     make_prompt(prompt, n, V);
@@ -396,7 +314,7 @@ static void run_faults(const char *arch, const char *path) {
         free(rl);
         return;
     }
-    if (stack_open(&f, path, "fault", K) == 0) {
+    if (stack_open(&f, path, "fault", K, NULL) == 0) {
         /* First call: the prefill state is allocated (its mem_alloc is the first one after session
          * creation); then the token ids upload (the first H2D of a call), the routing read-back (the
          * only D2H before the logits) and an expert miss well into layer 0's lease groups. */
