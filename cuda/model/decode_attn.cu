@@ -129,8 +129,8 @@ __device__ __forceinline__ float dot8f(uint4 k, const float (&q)[8], float acc) 
     return acc;
 }
 
-/* RoPE (rotate half) of one pair of a head row, RMSNorm'ed first when norm: hz_model_qkv_post's
- * formulas, outputs FP16-exact. */
+/* RoPE (rotate half) of one pair of a head row, RMSNorm'ed first when norm: forward.c's formulas
+ * (doc/numerics.md), outputs FP16-exact. */
 __device__ __forceinline__ void norm_rope_pair(float x0, float x1, bool norm, float w0, float w1, float inv, float c,
                                                float s, float &y0, float &y1) {
     if (norm) {

@@ -62,7 +62,7 @@ __device__ __forceinline__ float fma_batch(const uint4 (&wv)[kBatch], const uint
     return acc;
 }
 
-/* h = src (+ delta) for one element, formula for formula as resnorm_kernel (model_ops.cu). */
+/* h = src (+ delta) for one element, formula for formula as forward.c (doc/numerics.md). */
 __device__ __forceinline__ float resnorm_h(const hz_dgemv_args &a, float src, uint32_t i, float d16, float acc,
                                            float shared, float sg) {
     if (!a.d && !a.acc) return src;

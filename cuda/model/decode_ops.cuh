@@ -70,7 +70,7 @@ int hz_decode_begin(int32_t token, uint32_t pos, hz_dstep *d_step, void *stream)
  * y_s = W_s x (+ b_s) for up to HZ_MGEMV_MAX_SEGS segments of hz_mgemv_seg (as hz_model_gemv), where the
  * input x of `in` FP16 values is built by every block in shared memory:
  *   HZ_DGEMV_X_PLAIN    x = the FP16 vector `x`
- *   HZ_DGEMV_X_RESNORM  the residual add + RMSNorm of hz_model_resnorm, formula for formula:
+ *   HZ_DGEMV_X_RESNORM  the residual add + RMSNorm of forward.c (doc/numerics.md), formula for formula:
  *                         src   = embed row step->token (when `embed`), else h_in
  *                         h     = src, or fp16(src + delta) with delta from d (FP16) or fp16(acc)
  *                                 (+ fp16(sigmoid(shared_gate[0]) * shared), rounded, for Qwen)
@@ -137,7 +137,7 @@ int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, const hz_kl
 /* ---- attention of one decode token, q/k norm, RoPE and the KV store included ------------------------------
  * For the position pos = step->pos: q, k from the FP16 projections (optionally RMSNorm'ed over their
  * full widths with q_norm / k_norm, two roundings), RoPE with the cos/sin row rope + pos * D (rotate
- * half, as hz_model_qkv_post); rotated k and plain v stored at row pos of kc / vc (this layer's cache
+ * half, as forward.c); rotated k and plain v stored at row pos of kc / vc (this layer's cache
  * [max_ctx x kv_heads*D]); then per head softmax(q . k_j / sqrt(D)) over j = 0..pos and
  * out = fp16(sum_j p_j v_j). Positions are cut into chunks of HZ_DECODE_ATTN_CHUNK. Up to two
  * chunks (positions 0..127) are handled by one block per head, which writes `out` itself; from three

@@ -12,7 +12,6 @@ extern "C" {
 namespace {
 
 constexpr int kGemvWarps = 8; /* rows per GEMV block: one warp per row */
-constexpr int kNormThreads = 256;
 constexpr int kAttnThreads = 256;
 constexpr int kRouteThreads = 256;
 constexpr int kArgmaxThreads = 1024;
@@ -76,64 +75,6 @@ __global__ void __launch_bounds__(kGemvWarps *kWarp) mgemv_kernel(const mgemv_pa
         else
             static_cast<uint16_t *>(sg.y)[r] = f2h(v);
     }
-}
-
-/* ---- residual + RMSNorm ------------------------------------------------------------------------ */
-
-__global__ void __launch_bounds__(kNormThreads) resnorm_kernel(const hz_resnorm_args a) {
-    __shared__ float red[kWarp + 1];
-    float sg = 0.0f;
-    if (a.acc && a.shared) sg = 1.0f / (1.0f + expf(-h2f(a.shared_gate[0])));
-    float ss = 0.0f;
-    for (uint32_t i = threadIdx.x; i < a.n; i += blockDim.x) {
-        float src = h2f(a.h_in ? a.h_in[i] : a.h[i]);
-        float h = src;
-        if (a.d || a.acc) {
-            float d;
-            if (a.acc) {
-                d = round16(a.acc[i]);
-                if (a.shared) d = round16(__fadd_rn(d, round16(__fmul_rn(sg, h2f(a.shared[i])))));
-            } else {
-                d = h2f(a.d[i]);
-            }
-            h = round16(__fadd_rn(src, d));
-        }
-        a.h[i] = f2h(h);
-        ss = fmaf(h, h, ss);
-    }
-    if (!a.w) return;
-    ss = block_reduce<false>(ss, red);
-    const float inv = 1.0f / sqrtf(ss / (float)a.n + a.eps);
-    /* Each thread reads back only the elements it wrote itself. */
-    for (uint32_t i = threadIdx.x; i < a.n; i += blockDim.x)
-        a.y[i] = f2h(__fmul_rn(h2f(a.w[i]), round16(__fmul_rn(h2f(a.h[i]), inv))));
-}
-
-/* ---- q/k norm, RoPE, KV store ------------------------------------------------------------------- */
-
-/* Block 0: q (in place); block 1: k -> k_dst; block 2: v -> v_dst. Dynamic shared memory: one FP32
- * vector of the larger of the q and k widths. */
-__global__ void __launch_bounds__(kNormThreads) qkv_post_kernel(const hz_qkv_post_args a) {
-    extern __shared__ float buf[];
-    __shared__ float red[kWarp + 1];
-    const uint32_t D = a.head_dim;
-    if (blockIdx.x == 2) {
-        const uint32_t n = a.kv_heads * D;
-        for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) a.v_dst[i] = a.v[i];
-        return;
-    }
-    const bool isq = blockIdx.x == 0;
-    const uint32_t heads = isq ? a.heads : a.kv_heads, n = heads * D;
-    const uint16_t *x = isq ? a.q : a.k;
-    const uint16_t *nw = isq ? a.q_norm : a.k_norm;
-    uint16_t *dst = isq ? a.q : a.k_dst;
-    float ss = 0.0f;
-    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
-        float v = h2f(x[i]);
-        buf[i] = v;
-        ss = fmaf(v, v, ss);
-    }
-    qk_norm_rope(buf, n, heads, D, ss, nw, a.eps, a.rope_cs, dst, red);
 }
 
 /* ---- decode attention ---------------------------------------------------------------------------- */
@@ -262,25 +203,6 @@ extern "C" int hz_model_gemv(const uint16_t *x, uint32_t in, const hz_mgemv_seg 
     else
         mgemv_kernel<false><<<blocks, kGemvWarps * kWarp, 0, s>>>(p);
     return launched("gemv");
-}
-
-extern "C" int hz_model_resnorm(const hz_resnorm_args *a, void *stream) {
-    if (!a || !a->h || a->n == 0 || (a->w && !a->y) || (a->shared && (!a->acc || !a->shared_gate)))
-        return hz_error(HZ_EINVAL, "model resnorm: bad arguments");
-    resnorm_kernel<<<1, kNormThreads, 0, static_cast<cudaStream_t>(stream)>>>(*a);
-    return launched("resnorm");
-}
-
-extern "C" int hz_model_qkv_post(const hz_qkv_post_args *a, void *stream) {
-    if (!a || !a->q || !a->k || !a->v || !a->k_dst || !a->v_dst || !a->rope_cs || a->head_dim == 0 ||
-        a->head_dim % 2u || a->heads == 0 || a->kv_heads == 0 || (!a->q_norm != !a->k_norm))
-        return hz_error(HZ_EINVAL, "model qkv_post: bad arguments");
-    const uint32_t n = (a->heads > a->kv_heads ? a->heads : a->kv_heads) * a->head_dim;
-    const size_t smem = (size_t)n * sizeof(float);
-    if (smem > 48u * 1024u)
-        return hz_error(HZ_EUNSUPPORTED, "model qkv_post: projection width %u above the 12288 supported", n);
-    qkv_post_kernel<<<3, kNormThreads, smem, static_cast<cudaStream_t>(stream)>>>(*a);
-    return launched("qkv_post");
 }
 
 extern "C" int hz_model_attention(const uint16_t *q, const uint16_t *kc, const uint16_t *vc, uint16_t *out,

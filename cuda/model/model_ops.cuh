@@ -1,5 +1,6 @@
-/* The non-routed part of the decode step on CUDA: FP16 GEMV, residual + RMSNorm, q/k norm + RoPE +
- * KV store, decode attention, router softmax + top-k, SiLU-and-multiply and argmax.
+/* Plain non-routed kernels on CUDA: FP16 GEMV, decode attention, router softmax + top-k,
+ * SiLU-and-multiply and argmax. The decode step itself runs the fused kernels of decode_ops.cuh; these
+ * serve the batched prefill, the speculative router at partial residency and the benchmarks' baselines.
  *
  * Plain C interface (included from lib/model/forward_cuda.c): no CUDA types, a stream is a `void *`
  * holding a cudaStream_t. FP16 tensors are `uint16_t` (IEEE binary16 bits, hz_f16 on the C side).
@@ -38,44 +39,6 @@ typedef struct hz_mgemv_seg {
 } hz_mgemv_seg;
 
 int hz_model_gemv(const uint16_t *x, uint32_t in, const hz_mgemv_seg *segs, uint32_t nseg, void *stream);
-
-/* ---- residual add and RMSNorm, one launch ------------------------------------------------------
- *   h     = fp16(src + delta)      src = h_in when given (the embedding row), else h itself;
- *                                  no delta: h = src
- *   delta = d                      (FP16, attention output) or, when acc is given,
- *   delta = fp16(acc)              (routed experts, FP32 accumulators) and, with `shared`,
- *   delta = fp16(delta + fp16(sigmoid(shared_gate[0]) * shared))      (Qwen shared expert)
- *   y     = fp16(w * fp16(h * (1 / sqrt(sum(h^2)/n + eps))))          when w is given */
-typedef struct hz_resnorm_args {
-    uint16_t *h;
-    const uint16_t *h_in;
-    const uint16_t *d;
-    const float *acc;
-    const uint16_t *shared;
-    const uint16_t *shared_gate;
-    const uint16_t *w;
-    uint16_t *y;
-    float eps;
-    uint32_t n;
-} hz_resnorm_args;
-
-int hz_model_resnorm(const hz_resnorm_args *a, void *stream);
-
-/* ---- after the q/k/v projections ---------------------------------------------------------------
- * Optional q/k RMSNorm over the full projection widths (OLMoE), RoPE (rotate_half; cos/sin for this
- * position: rope_cs = [cos 0..D/2) | sin 0..D/2)]), q rotated in place, rotated k and plain v written
- * to their KV-cache slots. */
-typedef struct hz_qkv_post_args {
-    uint16_t *q;           /* [heads x D] in/out */
-    const uint16_t *k, *v; /* [kv_heads x D] */
-    const uint16_t *q_norm, *k_norm; /* NULL: no q/k norm */
-    float eps;
-    const float *rope_cs; /* device [D] */
-    uint16_t *k_dst, *v_dst;
-    uint32_t heads, kv_heads, head_dim;
-} hz_qkv_post_args;
-
-int hz_model_qkv_post(const hz_qkv_post_args *a, void *stream);
 
 /* ---- decode attention over the FP16 KV cache ---------------------------------------------------
  * One query token; for every head: scores over positions 0..n_pos-1 (FP32, scaled), softmax in FP32,

@@ -88,31 +88,6 @@ __device__ __forceinline__ void griddep_launch() {
 
 __device__ __forceinline__ void prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
-/* The end of q/k post-processing, shared by the model ops and the prefill ops: buf holds the n = heads x D
- * FP32 values of q or k (already rounded as the projection leaves them), ss this thread's share of
- * their squares. With norm weights nw, each value becomes fp16(nw * fp16(v / rms)) (two roundings,
- * hz_model_qkv_post); then RoPE (rotate half, pair (i, i + D/2) of each head) with the cos/sin row cs,
- * written to dst in FP16. Every thread of the block calls it. */
-__device__ __forceinline__ void qk_norm_rope(float *buf, uint32_t n, uint32_t heads, uint32_t D, float ss,
-                                             const uint16_t *nw, float eps, const float *cs, uint16_t *dst,
-                                             float *red) {
-    const uint32_t half = D / 2u;
-    if (nw) {
-        ss = block_reduce<false>(ss, red);
-        const float inv = 1.0f / sqrtf(ss / (float)n + eps);
-        for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
-            buf[i] = round16(__fmul_rn(h2f(nw[i]), round16(__fmul_rn(buf[i], inv))));
-    }
-    __syncthreads();
-    for (uint32_t idx = threadIdx.x; idx < heads * half; idx += blockDim.x) {
-        const uint32_t h = idx / half, i = idx % half;
-        const float c = cs[i], s = cs[half + i];
-        const float x0 = buf[h * D + i], x1 = buf[h * D + i + half];
-        dst[h * D + i] = f2h(__fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s)));
-        dst[h * D + i + half] = f2h(__fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s)));
-    }
-}
-
 /* ---- argmax, ties to the lower index (the CPU's first maximum) ---------------------------------- */
 
 constexpr uint32_t kNoIndex = 0xffffffffu;

@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(kNormThreads) pf_resnorm_kernel(const hz_pf_no
 __global__ void __launch_bounds__(kNormThreads) pf_qkv_kernel(const hz_pf_qkv_args a) {
     extern __shared__ float buf[];
     __shared__ float red[kWarp + 1];
-    const uint32_t D = a.head_dim, t = blockIdx.y, pos = a.pos0 + t;
+    const uint32_t D = a.head_dim, half = D / 2u, t = blockIdx.y, pos = a.pos0 + t;
     const uint32_t QD = a.heads * D, KD = a.kv_heads * D;
     if (blockIdx.x == 2) {
         const float *v = a.v32 + (size_t)t * KD;
@@ -125,7 +125,20 @@ __global__ void __launch_bounds__(kNormThreads) pf_qkv_kernel(const hz_pf_qkv_ar
         buf[i] = v;
         ss = fmaf(v, v, ss);
     }
-    qk_norm_rope(buf, n, heads, D, ss, nw, a.eps, cs, dst, red);
+    if (nw) {
+        ss = block_reduce<false>(ss, red);
+        const float inv = 1.0f / sqrtf(ss / (float)n + a.eps);
+        for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
+            buf[i] = round16(__fmul_rn(h2f(nw[i]), round16(__fmul_rn(buf[i], inv))));
+    }
+    __syncthreads();
+    for (uint32_t idx = threadIdx.x; idx < heads * half; idx += blockDim.x) {
+        const uint32_t hh = idx / half, i = idx % half;
+        const float c = cs[i], s = cs[half + i];
+        const float x0 = buf[hh * D + i], x1 = buf[hh * D + i + half];
+        dst[hh * D + i] = f2h(__fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s)));
+        dst[hh * D + i + half] = f2h(__fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s)));
+    }
 }
 
 /* ---- causal attention ------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ static inline HZ_PF_HD uint32_t hz_pf_pair_pos(uint32_t i) {
     return (i & ~31u) + 2u * (4u * ((v & 15u) >> 2) + ((v >> 4) << 1) + (v & 1u)) + ((v >> 1) & 1u);
 }
 
-/* ---- residual add + RMSNorm over T rows (hz_model_resnorm per row) --------------------------------
+/* ---- residual add + RMSNorm over T rows (the decode GEMV's HZ_DGEMV_X_RESNORM per row) --------------------------------
  *   h[t]  = fp16(src + delta)      src = embed[tokens[t]] when embed is given, else h[t]
  *   delta = none                   (embedding input: h = src)
  *         | fp16(d32[t] + bias)    attention output (FP32 GEMM result, optional FP16 bias)

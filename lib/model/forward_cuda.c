@@ -227,13 +227,11 @@ static uint64_t layout_act(hz_session *s, hz_gpu_session *g, uint8_t *base) {
     g->att = carve(base, &off, QD * 2);
     g->proj = carve(base, &off, H * 2);
     g->rlog = carve(base, &off, E * 2);
-    g->sha = carve(base, &off, S * 2);
     g->shd = carve(base, &off, H * 2);
     g->sgate = carve(base, &off, 2);
     g->acc = carve(base, &off, H * 4);
     g->shg = carve(base, &off, S * 4);
     g->shu = carve(base, &off, S * 4);
-    g->scores = carve(base, &off, (uint64_t)c->heads * s->max_context * 4);
     g->logits = carve(base, &off, V * 4);
     g->rope = carve(base, &off, (uint64_t)s->max_context * c->head_dim * 4);
     g->route = carve(base, &off, 2 * K * 4);

@@ -31,8 +31,8 @@ struct hz_gpu_model {
 struct hz_gpu_session {
     uint8_t *act;           /* device: activations, scratch, rope table */
     hz_f16 *kc, *vc;        /* device [layers x max_context x Hkv*D] */
-    hz_f16 *h, *xn, *q, *k, *v, *att, *proj, *rlog, *sha, *shd, *sgate;
-    float *acc, *shg, *shu, *scores, *logits, *rope;
+    hz_f16 *h, *xn, *q, *k, *v, *att, *proj, *rlog, *shd, *sgate;
+    float *acc, *shg, *shu, *logits, *rope;
     uint32_t *route;        /* [K ids | K FP32 weights]: one D2H brings both back */
     float *route_w;
     const void **rows_dev;  /* [K] */
