@@ -207,43 +207,36 @@ void hz_gpu_session_destroy(hz_session *s) {
     s->logits = NULL; /* it pointed into the pinned block */
 }
 
-/* Carves one aligned piece from a running offset (base NULL: sizing pass). */
-static void *carve(uint8_t *base, uint64_t *off, uint64_t bytes) {
-    void *p = base ? base + *off : NULL;
-    *off += hz_align_up(bytes ? bytes : 1, ALIGN);
-    return p;
-}
-
 static uint64_t layout_act(hz_session *s, hz_gpu_session *g, uint8_t *base) {
     const hz_model_config *c = &s->model->cfg;
     const uint64_t H = c->hidden, QD = (uint64_t)c->heads * c->head_dim, KD = (uint64_t)c->kv_heads * c->head_dim;
     const uint64_t E = c->experts, K = c->top_k, S = c->shared_inter ? c->shared_inter : 1, V = c->vocab;
     uint64_t off = 0;
-    g->h = carve(base, &off, H * 2);
-    g->xn = carve(base, &off, H * 2);
-    g->q = carve(base, &off, QD * 2);
-    g->k = carve(base, &off, KD * 2);
-    g->v = carve(base, &off, KD * 2);
-    g->att = carve(base, &off, QD * 2);
-    g->proj = carve(base, &off, H * 2);
-    g->rlog = carve(base, &off, E * 2);
-    g->shd = carve(base, &off, H * 2);
-    g->sgate = carve(base, &off, 2);
-    g->acc = carve(base, &off, H * 4);
-    g->shg = carve(base, &off, S * 4);
-    g->shu = carve(base, &off, S * 4);
-    g->logits = carve(base, &off, V * 4);
-    g->rope = carve(base, &off, (uint64_t)s->max_context * c->head_dim * 4);
-    g->route = carve(base, &off, 2 * K * 4);
+    g->h = hz_gpu_carve(base, &off, H * 2);
+    g->xn = hz_gpu_carve(base, &off, H * 2);
+    g->q = hz_gpu_carve(base, &off, QD * 2);
+    g->k = hz_gpu_carve(base, &off, KD * 2);
+    g->v = hz_gpu_carve(base, &off, KD * 2);
+    g->att = hz_gpu_carve(base, &off, QD * 2);
+    g->proj = hz_gpu_carve(base, &off, H * 2);
+    g->rlog = hz_gpu_carve(base, &off, E * 2);
+    g->shd = hz_gpu_carve(base, &off, H * 2);
+    g->sgate = hz_gpu_carve(base, &off, 2);
+    g->acc = hz_gpu_carve(base, &off, H * 4);
+    g->shg = hz_gpu_carve(base, &off, S * 4);
+    g->shu = hz_gpu_carve(base, &off, S * 4);
+    g->logits = hz_gpu_carve(base, &off, V * 4);
+    g->rope = hz_gpu_carve(base, &off, (uint64_t)s->max_context * c->head_dim * 4);
+    g->route = hz_gpu_carve(base, &off, 2 * K * 4);
     g->route_w = g->route ? (float *)(g->route + K) : NULL;
-    g->rows_dev = carve(base, &off, K * sizeof(void *));
-    g->argmax = carve(base, &off, 4);
-    g->scratch = carve(base, &off, g->scratch_bytes);
-    g->h2 = carve(base, &off, H * 2);
-    g->dstep = carve(base, &off, sizeof(hz_dstep));
-    g->attn_part = carve(base, &off, (uint64_t)c->heads * g->attn_splits * (c->head_dim + 2u) * 4u);
-    g->attn_count = carve(base, &off, (uint64_t)c->heads * 4u);
-    g->tail = carve(base, &off, hz_decode_tail_bytes(&s->model->gpu->dev));
+    g->rows_dev = hz_gpu_carve(base, &off, K * sizeof(void *));
+    g->argmax = hz_gpu_carve(base, &off, 4);
+    g->scratch = hz_gpu_carve(base, &off, g->scratch_bytes);
+    g->h2 = hz_gpu_carve(base, &off, H * 2);
+    g->dstep = hz_gpu_carve(base, &off, sizeof(hz_dstep));
+    g->attn_part = hz_gpu_carve(base, &off, (uint64_t)c->heads * g->attn_splits * (c->head_dim + 2u) * 4u);
+    g->attn_count = hz_gpu_carve(base, &off, (uint64_t)c->heads * 4u);
+    g->tail = hz_gpu_carve(base, &off, hz_decode_tail_bytes(&s->model->gpu->dev));
     return off;
 }
 

@@ -17,6 +17,14 @@ typedef struct hz_gpu_prefill hz_gpu_prefill;
 
 #define ALIGN 256u /* alignment of every device buffer the model carves */
 
+/* Carves one ALIGN-aligned piece of `bytes` from a running offset into one device allocation (base NULL:
+ * the sizing pass, which only advances the offset). */
+static inline void *hz_gpu_carve(uint8_t *base, uint64_t *off, uint64_t bytes) {
+    void *p = base ? base + *off : NULL;
+    *off += hz_align_up(bytes ? bytes : 1, ALIGN);
+    return p;
+}
+
 struct hz_gpu_model {
     hz_backend *be;
     void *queue;      /* native compute queue */

@@ -80,45 +80,38 @@ struct hz_gpu_prefill {
  * State
  * ------------------------------------------------------------------------------------------------- */
 
-/* Carves one aligned piece from a running offset (base NULL: sizing pass). */
-static void *pf_carve(uint8_t *base, uint64_t *off, uint64_t bytes) {
-    void *p = base ? base + *off : NULL;
-    *off += hz_align_up(bytes ? bytes : 1, ALIGN);
-    return p;
-}
-
 static uint64_t pf_layout(const hz_session *s, hz_gpu_prefill *p, uint8_t *base) {
     const hz_model_config *c = &s->model->cfg;
     const uint64_t T = p->chunk, H = c->hidden, QD = (uint64_t)c->heads * c->head_dim;
     const uint64_t KD = (uint64_t)c->kv_heads * c->head_dim, E = c->experts, K = c->top_k, TK = T * K;
     const uint64_t S = c->shared_inter;
     uint64_t off = 0;
-    p->tokens = pf_carve(base, &off, (uint64_t)s->max_context * 4u);
-    p->h = pf_carve(base, &off, T * H * 2u);
-    p->xn = pf_carve(base, &off, T * H * 2u);
-    p->xp = pf_carve(base, &off, T * p->xp_stride * 2u);
-    p->q32 = pf_carve(base, &off, T * QD * 4u);
-    p->k32 = pf_carve(base, &off, T * KD * 4u);
-    p->v32 = pf_carve(base, &off, T * KD * 4u);
-    p->q16 = pf_carve(base, &off, T * QD * 2u);
-    p->att = pf_carve(base, &off, T * QD * 2u);
-    p->o32 = pf_carve(base, &off, T * H * 4u);
-    p->r32 = pf_carve(base, &off, T * E * 4u);
-    p->ids = pf_carve(base, &off, TK * 4u);
-    p->topw = pf_carve(base, &off, TK * 4u);
-    p->counts = pf_carve(base, &off, E * 4u);
-    p->n_tiles = pf_carve(base, &off, 4u);
-    p->slot_tok = pf_carve(base, &off, TK * 4u);
-    p->slot_of = pf_carve(base, &off, TK * 4u);
-    p->tiles = pf_carve(base, &off, (uint64_t)p->max_tiles * sizeof(hz_pf_tile));
-    p->act = pf_carve(base, &off, TK * p->act_stride * 2u);
-    p->ey = pf_carve(base, &off, TK * H * 4u);
+    p->tokens = hz_gpu_carve(base, &off, (uint64_t)s->max_context * 4u);
+    p->h = hz_gpu_carve(base, &off, T * H * 2u);
+    p->xn = hz_gpu_carve(base, &off, T * H * 2u);
+    p->xp = hz_gpu_carve(base, &off, T * p->xp_stride * 2u);
+    p->q32 = hz_gpu_carve(base, &off, T * QD * 4u);
+    p->k32 = hz_gpu_carve(base, &off, T * KD * 4u);
+    p->v32 = hz_gpu_carve(base, &off, T * KD * 4u);
+    p->q16 = hz_gpu_carve(base, &off, T * QD * 2u);
+    p->att = hz_gpu_carve(base, &off, T * QD * 2u);
+    p->o32 = hz_gpu_carve(base, &off, T * H * 4u);
+    p->r32 = hz_gpu_carve(base, &off, T * E * 4u);
+    p->ids = hz_gpu_carve(base, &off, TK * 4u);
+    p->topw = hz_gpu_carve(base, &off, TK * 4u);
+    p->counts = hz_gpu_carve(base, &off, E * 4u);
+    p->n_tiles = hz_gpu_carve(base, &off, 4u);
+    p->slot_tok = hz_gpu_carve(base, &off, TK * 4u);
+    p->slot_of = hz_gpu_carve(base, &off, TK * 4u);
+    p->tiles = hz_gpu_carve(base, &off, (uint64_t)p->max_tiles * sizeof(hz_pf_tile));
+    p->act = hz_gpu_carve(base, &off, TK * p->act_stride * 2u);
+    p->ey = hz_gpu_carve(base, &off, TK * H * 4u);
     if (S) {
-        p->shg = pf_carve(base, &off, T * S * 4u);
-        p->shu = pf_carve(base, &off, T * S * 4u);
-        p->sha = pf_carve(base, &off, T * S * 2u);
-        p->shd = pf_carve(base, &off, T * H * 4u);
-        p->sgt = pf_carve(base, &off, T * 4u);
+        p->shg = hz_gpu_carve(base, &off, T * S * 4u);
+        p->shu = hz_gpu_carve(base, &off, T * S * 4u);
+        p->sha = hz_gpu_carve(base, &off, T * S * 2u);
+        p->shd = hz_gpu_carve(base, &off, T * H * 4u);
+        p->sgt = hz_gpu_carve(base, &off, T * 4u);
     }
     return off;
 }
