@@ -519,6 +519,14 @@ void hz_cache_take_rows(hz_cache *c, uint32_t k, uint32_t layer, const uint32_t 
     }
 }
 
+void hz_cache_mark_in_transfer(hz_cache *c, uint32_t k, uint32_t layer, const uint32_t *experts) {
+    for (uint32_t i = 0; i < k; i++) {
+        c->rows[c->scratch_rows[i]].state = HZ_ROW_IN_TRANSFER;
+        c->scratch_items[i] = (hz_txn_item){.layer = layer, .expert = experts[i],
+                                            .dst = c->arena + (uint64_t)c->scratch_rows[i] * c->row_bytes};
+    }
+}
+
 /* Undoes a reservation whose transfers are known to be over (mu held). */
 void hz_cache_unreserve_rows(hz_cache *c, uint32_t k) {
     for (uint32_t i = 0; i < k; i++) {
@@ -722,11 +730,7 @@ static int miss_round(hz_cache *c, uint32_t layer, const uint32_t *missing, uint
     uint32_t k = nmiss < c->spare_rows ? nmiss : c->spare_rows;
     int st = reserve_rows(c, k, layer, missing);
     if (st) return st;
-    for (uint32_t i = 0; i < k; i++) {
-        c->rows[c->scratch_rows[i]].state = HZ_ROW_IN_TRANSFER;
-        c->scratch_items[i] = (hz_txn_item){.layer = layer, .expert = missing[i],
-                                            .dst = c->arena + (uint64_t)c->scratch_rows[i] * c->row_bytes};
-    }
+    hz_cache_mark_in_transfer(c, k, layer, missing);
     c->in_txn = 1;
     pthread_mutex_unlock(&c->mu);
 

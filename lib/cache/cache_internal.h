@@ -163,6 +163,9 @@ int hz_cache_scan_old(hz_cache *c);
 uint32_t hz_cache_count_spares(const hz_cache *c);
 /* Reserves k spare rows (there must be k) for experts[0..k) of `layer` into c->scratch_rows. */
 void hz_cache_take_rows(hz_cache *c, uint32_t k, uint32_t layer, const uint32_t *experts);
+/* The reserved scratch_rows[0..k) go IN_TRANSFER and scratch_items[0..k) name them as the transactor's
+ * destinations for experts[0..k) of `layer`. */
+void hz_cache_mark_in_transfer(hz_cache *c, uint32_t k, uint32_t layer, const uint32_t *experts);
 /* Undoes a reservation of scratch_rows[0..k) whose transfers are known to be over. */
 void hz_cache_unreserve_rows(hz_cache *c, uint32_t k);
 /* Publishes a generation adding experts[0..k) of `layer` (in scratch_rows) and evicting LRU experts of

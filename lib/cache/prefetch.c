@@ -91,11 +91,7 @@ static uint32_t reserve_now(hz_cache *c, uint32_t layer, const uint32_t *ids, ui
     if (k > c->spare_rows - c->pf.ready_n) k = c->spare_rows - c->pf.ready_n; /* the ready list's room */
     if (k == 0) return 0;
     hz_cache_take_rows(c, k, layer, missing);
-    for (uint32_t i = 0; i < k; i++) {
-        c->rows[c->scratch_rows[i]].state = HZ_ROW_IN_TRANSFER;
-        c->scratch_items[i] = (hz_txn_item){.layer = layer, .expert = missing[i],
-                                            .dst = c->arena + (uint64_t)c->scratch_rows[i] * c->row_bytes};
-    }
+    hz_cache_mark_in_transfer(c, k, layer, missing);
     return k;
 }
 
