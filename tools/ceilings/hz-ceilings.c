@@ -579,8 +579,9 @@ static void usage(FILE *f) {
             "Measures the ceilings of the performance contract on one GPU: HBM device-to-device copy (read +\n"
             "write) and read-only (reduction kernel) bandwidth, pinned H2D at one OLMoE and one Qwen1.5-MoE\n"
             "expert blob and at 256 MiB (single copy and a burst), pageable H2D, and pageable -> pinned host\n"
-            "memcpy on N threads. Medians after warm-up; every measurement is checked. --quick: 64 MiB, 5\n"
-            "repeats: 256 MiB device\nbuffers, 64 MiB host (plumbing only). --json '-' prints the report on stdout and the table on stderr.\n");
+            "memcpy on N threads. Medians after warm-up; every measurement is checked. --quick: 5 repeats,\n"
+            "1 warm-up, 256 MiB device buffers, 64 MiB host (plumbing only, never a figure). --json '-' prints\n"
+            "the report on stdout and the table on stderr.\n");
 }
 
 static int parse_u64(const char *s, const char *what, uint64_t *out) {
