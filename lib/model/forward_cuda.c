@@ -474,8 +474,8 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
         CALL(hz_decode_gemv(&ra, &gm->dev, &kl));
         /* Qwen's shared down projection needs only the rows above: with a side stream it runs beside
          * the routed experts, queued after them so that their kernel is offered the device first
-         * (Qwen1.5-MoE-A2.7B shape, step at positions 32..96, H200, 2026-11-29: 1.596 ms after
-         * them, 1.508 ms beside them). */
+         * (Qwen1.5-MoE-A2.7B shape, step at positions 32..96, H200, 2026-11-29, one run: 1.596 ms
+         * after them, 1.544 ms beside them at the usual grid; doc/benchmarks.md, fifth round). */
         const hz_dgemv_args da = {.seg = {{w->sh_down, NULL, g->shd, H, 0}}, .nseg = 1, .in = S,
                                   .x_mode = HZ_DGEMV_X_SILU, .g = g->shg, .u = g->shu};
         if (qwen && g->side) CALL(hz_decode_fork(g->side, stream));
