@@ -20,7 +20,9 @@
 #include <cooperative_groups.h>
 
 #include "w4a16_bulk.cuh"
+#include "async_copy.cuh"
 #include "w4a16_device.cuh"
+#include "timeline.cuh"
 
 namespace {
 
@@ -29,59 +31,6 @@ constexpr uint32_t kDnTileRows = 16; /* output rows per down block */
 constexpr uint32_t kMaxGuWarps = 8;
 
 __host__ __device__ constexpr uint32_t round_up(uint32_t v, uint32_t a) { return (v + a - 1u) / a * a; }
-
-/* ---- bulk copies and mbarriers (sm_90) --------------------------------------------------------- */
-
-__device__ __forceinline__ uint32_t smem_u32(const void *p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-
-__device__ __forceinline__ void mbar_init(uint64_t *bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(bar)) : "memory");
-    /* Makes the initialised barrier visible to the bulk-copy engine (the async proxy). */
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-#endif
-}
-
-/* Arrives on the barrier (count 1) and tells it how many bytes the copies will deliver. */
-__device__ __forceinline__ void mbar_expect(uint64_t *bar, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
-#endif
-}
-
-/* global -> shared, `bytes` a multiple of 16, both addresses 16-byte aligned; completion counted on bar. */
-__device__ __forceinline__ void bulk_copy(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     smem_u32(dst)),
-                 "l"(src), "r"(bytes), "r"(smem_u32(bar))
-                 : "memory");
-#endif
-}
-
-__device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    uint32_t done = 0;
-    do {
-        asm volatile("{\n\t.reg .pred p;\n\t"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                     "selp.u32 %0, 1, 0, p;\n\t}"
-                     : "=r"(done)
-                     : "r"(smem_u32(bar)), "r"(parity)
-                     : "memory");
-    } while (!done);
-#endif
-}
-
-/* 16 bytes global -> shared through L2 only (LDGSTS), tracked by the thread's cp.async groups. */
-__device__ __forceinline__ void cp_async16(void *dst, const void *src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
 
 /* The 32 FP16 values of chunk c of a vector staged raw (plain FP16 order) in shared memory, in the
  * tensor-core expansion's pair order (the same permutation as hz_load_act_pairs). */
@@ -338,6 +287,7 @@ __device__ __forceinline__ void cp_async_wait_n(uint32_t n) {
 template <int kWarps, int kSplit, int kStages>
 __global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_constant__ BulkFusedParams p) {
     extern __shared__ __align__(128) uint8_t sm[];
+    HZ_TL_SCOPE0(HZ_TL_EXPERTS, 0, gridDim.x, 0);
     /* The next kernel of the step (launched with programmatic dependent launch) may start its own
      * weight loads as our blocks retire; it waits for this grid before reading anything we write. */
     hz_griddep_launch_dependents();
@@ -345,6 +295,7 @@ __global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_co
     /* Launched with programmatic dependent launch (HZ_W4A16_PDL), this grid is placed while the
      * router still runs; everything below reads its results (blob addresses, x, weights, acc). */
     hz_griddep_wait();
+    HZ_TL_WAITED();
     uint32_t *xs = reinterpret_cast<uint32_t *>(sm + p.off_x);
     const uint32_t h_row = p.hkp / 2u, h_nb = p.hkp / HZ_QBLOCK;
     const uint32_t i_row = p.ikp / 2u, i_nb = p.ikp / HZ_QBLOCK;
@@ -604,6 +555,8 @@ bool layout_aligned(const hz_expert_layout *l) {
 }
 
 } // namespace
+
+HZ_TL_HOST(experts)
 
 int hz_w4a16_bulk_gate_up_launch(const hz_w4a16_args *a, void *stream) {
     const hz_expert_layout *l = a->layout;

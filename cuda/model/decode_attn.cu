@@ -22,6 +22,7 @@
 #include "decode_launch.cuh"
 #include "decode_ops.cuh"
 #include "ops_common.cuh"
+#include "timeline.cuh"
 
 namespace {
 
@@ -49,29 +50,6 @@ struct dattn_params {
     uint32_t buf_halves; /* one chunk buffer: 2 x kChunk rows of D, at least kVpartHalves */
     int vec;             /* q, k, v 16-byte aligned */
 };
-
-/* cp.async (sm_80+): a 16-byte global -> shared copy that completes in the background; elsewhere a
- * plain copy. Completion is per thread (wait_group); a barrier then publishes it to the block. */
-__device__ __forceinline__ void cp_async16(void *dst, const void *src) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
-#else
-    *static_cast<uint4 *>(dst) = __ldcg(static_cast<const uint4 *>(src));
-#endif
-}
-__device__ __forceinline__ void cp_async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-/* Waits until at most N of this thread's committed groups are still in flight. */
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-#endif
-}
 
 /* Cached rows [j0, j0 + rows) of one KV head into a chunk buffer: K rows at buf, V rows at
  * buf + kChunk * D (row r at r * D). Thread (g, ci) copies piece ci of rows g, g + ng, ... Only rows
@@ -188,6 +166,7 @@ __global__ void __launch_bounds__(kThreads, 2) dattn_kernel(const __grid_constan
     __shared__ float inv_l;
     __shared__ uint32_t last;
     const hz_dattn_args &a = p.a;
+    HZ_TL_SCOPE(HZ_TL_ATTN, a.kc, a.splits, 0);
     const uint32_t tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
     const uint32_t D = a.head_dim, half = D / 2u, nc = p.nc, ng = p.ng, g = tid / nc, ci = tid % nc;
     const uint32_t S = a.splits, h = blockIdx.x, s = blockIdx.y, hk = h / p.group, kv_width = a.kv_heads * D;
@@ -240,6 +219,7 @@ __global__ void __launch_bounds__(kThreads, 2) dattn_kernel(const __grid_constan
         }
     }
     griddep_wait();
+    HZ_TL_WAITED();
     griddep_launch();
 
     /* q (the full width when normed, else this head's row), and, when this split owns pos, k (full
@@ -453,6 +433,8 @@ uint32_t next_pow2(uint32_t v) {
 }
 
 } // namespace
+
+HZ_TL_HOST(attn)
 
 extern "C" uint32_t hz_decode_attention_splits(const hz_decode_dev *dev, uint32_t heads, uint32_t max_ctx) {
     /* Two blocks per multiprocessor over all heads, no more splits than chunks of the context. */

@@ -6,12 +6,15 @@
 #include "decode_launch.cuh"
 #include "decode_ops.cuh"
 #include "ops_common.cuh"
+#include "timeline.cuh"
 
 namespace {
 
 constexpr int kGemvWarps = 8; /* 256-thread blocks, one row per warp at a time */
 constexpr int kGemvThreads = kGemvWarps * kWarp;
 constexpr int kBatch = 8;             /* 16-byte chunks per lane in flight for one row */
+constexpr int kDeepBatch = 11;        /* the same for a grid of one block per SM (hz_decode_gemv): 44 registers,
+                                        * and a 5632-wide row (Qwen's shared down) in two whole batches */
 constexpr uint32_t kGemvMaxIn = 16384; /* x staged in shared memory: 32 KB */
 
 /* ---- step start ----------------------------------------------------------------------------------- */
@@ -42,20 +45,22 @@ __device__ __forceinline__ const uint4 *row_ptr(const dgemv_params &p, uint32_t 
     return reinterpret_cast<const uint4 *>(p.a.seg[s].w + (size_t)(row - p.start[s]) * p.a.in);
 }
 
-/* Issues the loads of chunks c0 + u*32 + lane (u < kBatch) of one row; past the row: zeros. */
+/* Issues the loads of chunks c0 + u*32 + lane (u < B) of one row; past the row: zeros. */
+template <int B>
 __device__ __forceinline__ void load_batch(const uint4 *w4, uint32_t c0, uint32_t lane, uint32_t chunks,
-                                           uint4 (&wv)[kBatch]) {
+                                           uint4 (&wv)[B]) {
 #pragma unroll
-    for (int u = 0; u < kBatch; u++) {
+    for (int u = 0; u < B; u++) {
         const uint32_t c = c0 + (uint32_t)u * kWarp + lane;
         wv[u] = c < chunks ? ld_stream(w4 + c) : make_uint4(0, 0, 0, 0);
     }
 }
 
-__device__ __forceinline__ float fma_batch(const uint4 (&wv)[kBatch], const uint4 *xs4, uint32_t c0, uint32_t lane,
+template <int B>
+__device__ __forceinline__ float fma_batch(const uint4 (&wv)[B], const uint4 *xs4, uint32_t c0, uint32_t lane,
                                            uint32_t chunks, float acc) {
 #pragma unroll
-    for (int u = 0; u < kBatch; u++) {
+    for (int u = 0; u < B; u++) {
         const uint32_t c = c0 + (uint32_t)u * kWarp + lane;
         if (c < chunks) acc = dot8(wv[u], xs4[c], acc);
     }
@@ -193,11 +198,10 @@ struct RowOut {
 };
 
 /* A finished row: the warp's sum, plus bias, written by lane 0 (FP16 or FP32); the argmax candidate;
- * and the router tail: the warp that writes the last router row routes (fence before the ticket,
- * fence after, so it sees every router row). */
+ * and the router ticket: true (in every lane) for the warp that wrote the last router row, which then
+ * routes (route_rows; fence before the ticket, fence after, so it sees every router row). */
 template <bool ROUTE>
-__device__ __forceinline__ void emit_row(const dgemv_params &p, uint32_t row, float acc, uint32_t lane, RowOut &ro,
-                                         uint16_t *xs) {
+__device__ __forceinline__ bool emit_row(const dgemv_params &p, uint32_t row, float acc, uint32_t lane, RowOut &ro) {
     const hz_dgemv_args &a = p.a;
     const uint32_t s = seg_of(p, row), r = row - p.start[s];
     acc = warp_sum(acc);
@@ -218,34 +222,40 @@ __device__ __forceinline__ void emit_row(const dgemv_params &p, uint32_t row, fl
             routes = atomicAdd(p.counter, 1u) == sg.rows - 1u;
         }
     }
-    if (ROUTE && __shfl_sync(0xffffffffu, routes, 0)) {
-        __threadfence();
-        float *pr = reinterpret_cast<float *>(xs + ((a.in + 7u) & ~7u));
-        route_warp(static_cast<const uint16_t *>(a.seg[0].y), a.seg[0].rows, a.top_k, a.norm_topk, a.ids_out, a.w_out,
-                   a.table, a.rows_out, pr);
-        if (lane == 0) *p.counter = 0; /* ready for the next launch */
-    }
+    return ROUTE && __shfl_sync(0xffffffffu, routes, 0);
+}
+
+/* The router tail, by the warp emit_row chose: softmax + top-k over every router row. */
+__device__ __forceinline__ void route_rows(const dgemv_params &p, uint32_t lane, uint16_t *xs) {
+    const hz_dgemv_args &a = p.a;
+    __threadfence();
+    float *pr = reinterpret_cast<float *>(xs + ((a.in + 7u) & ~7u));
+    route_warp(static_cast<const uint16_t *>(a.seg[0].y), a.seg[0].rows, a.top_k, a.norm_topk, a.ids_out, a.w_out,
+               a.table, a.rows_out, pr);
+    if (lane == 0) *p.counter = 0; /* ready for the next launch */
 }
 
 /* Rows are spread over the warps of a grid that is resident at once (grid-stride), so the prologue
  * that builds x runs once per block, not once per 8 rows. Each warp holds the first batch of its
  * first row in registers before waiting on the previous grid (weights are never written by a step),
  * and the next row's first batch while it reduces the current one. */
-template <bool VEC, bool ROUTE>
-__global__ void __launch_bounds__(kGemvThreads, 4) dgemv_kernel(const __grid_constant__ dgemv_params p) {
+template <bool VEC, bool ROUTE, int BATCH = kBatch, int MINB = 4>
+__global__ void __launch_bounds__(kGemvThreads, MINB) dgemv_kernel(const __grid_constant__ dgemv_params p) {
     extern __shared__ __align__(16) uint16_t xs[]; /* [in rounded up to 8] | route: [E] floats */
     __shared__ float red[kWarp + 1];
     __shared__ float wbest[kGemvWarps];
     __shared__ uint32_t wbidx[kGemvWarps];
     __shared__ uint32_t last;
     const hz_dgemv_args &a = p.a;
+    HZ_TL_SCOPE(HZ_TL_GEMV, a.seg[0].w, p.start[a.nseg], a.in);
     const uint32_t lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
     const uint32_t total = p.start[a.nseg], stride = gridDim.x * kGemvWarps, chunks = a.in / 8u;
     uint32_t row = blockIdx.x * kGemvWarps + warp;
-    uint4 wv[kBatch];
+    uint4 wv[BATCH];
     if (VEC && row < total) load_batch(row_ptr(p, row), 0, lane, chunks, wv);
 
     griddep_wait();
+    HZ_TL_WAITED();
     griddep_launch();
     if (a.x_mode == HZ_DGEMV_X_RESNORM)
         build_resnorm<VEC>(a, xs, red);
@@ -259,6 +269,7 @@ __global__ void __launch_bounds__(kGemvThreads, 4) dgemv_kernel(const __grid_con
     if (blockIdx.x == 0 && a.zero)
         for (uint32_t i = threadIdx.x; i < a.zero_n; i += blockDim.x) a.zero[i] = 0.0f;
     __syncthreads();
+    if (threadIdx.x == 0) HZ_TL_MARK(0);
 
     RowOut ro = {-INFINITY, kNoIndex};
     const uint4 *xs4 = reinterpret_cast<const uint4 *>(xs);
@@ -269,12 +280,16 @@ __global__ void __launch_bounds__(kGemvThreads, 4) dgemv_kernel(const __grid_con
             float acc = 0.0f;
             for (uint32_t c0 = 0;;) {
                 acc = fma_batch(wv, xs4, c0, lane, chunks, acc);
-                c0 += (uint32_t)kBatch * kWarp;
+                c0 += (uint32_t)BATCH * kWarp;
                 if (c0 >= chunks) break;
                 load_batch(w4, c0, lane, chunks, wv);
             }
             if (next < total) load_batch(row_ptr(p, next), 0, lane, chunks, wv); /* in flight during the reduction */
-            emit_row<ROUTE>(p, row, acc, lane, ro, xs);
+            if (emit_row<ROUTE>(p, row, acc, lane, ro)) {
+                if (lane == 0) HZ_TL_MARK(1);
+                route_rows(p, lane, xs);
+                if (lane == 0) HZ_TL_MARK(2);
+            }
             row = next;
         }
     } else {
@@ -283,7 +298,7 @@ __global__ void __launch_bounds__(kGemvThreads, 4) dgemv_kernel(const __grid_con
             const uint16_t *w = a.seg[s].w + (size_t)r * a.in;
             float acc = 0.0f;
             for (uint32_t i = lane; i < a.in; i += kWarp) acc = fmaf(h2f(w[i]), h2f(xs[i]), acc);
-            emit_row<ROUTE>(p, row, acc, lane, ro, xs);
+            if (emit_row<ROUTE>(p, row, acc, lane, ro)) route_rows(p, lane, xs);
         }
     }
     if (a.tail != HZ_DGEMV_TAIL_ARGMAX) return; /* the router tail ran in the loop */
@@ -314,6 +329,8 @@ __global__ void __launch_bounds__(kGemvThreads, 4) dgemv_kernel(const __grid_con
 }
 
 } // namespace
+
+HZ_TL_HOST(gemv)
 
 /* ---- launch functions ------------------------------------------------------------------------------ */
 
@@ -398,6 +415,16 @@ static int dgemv_check(const hz_dgemv_args *a, const hz_decode_dev *dev) {
     return HZ_OK;
 }
 
+/* HZ_GEMV_DEEP=0 turns the deep-batch GEMV off (A/B runs); read once. */
+static bool deep_enabled(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("HZ_GEMV_DEEP");
+        on = !(v && strcmp(v, "0") == 0);
+    }
+    return on != 0;
+}
+
 /* The 16-byte path needs every vector it reads 16-byte aligned and whole chunks of 8 values. */
 static bool dgemv_vec(const hz_dgemv_args *a) {
     bool v = a->in % 8u == 0;
@@ -434,10 +461,15 @@ extern "C" int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, 
     }
     size_t smem = (size_t)((a->in + 7u) & ~7u) * 2u;
     if (a->tail == HZ_DGEMV_TAIL_ROUTE) smem += (size_t)a->seg[0].rows * sizeof(float);
-    /* The router tail is compiled into its own instantiation: the others keep its registers. */
+    /* The router tail is compiled into its own instantiation: the others keep its registers. A grid
+     * of at most one block per SM (the side stream's, beside the routed-expert kernel, whose block
+     * leaves 80 registers per thread for one GEMV block) keeps more bytes in flight per warp. */
     const bool vec = dgemv_vec(a), route = a->tail == HZ_DGEMV_TAIL_ROUTE;
-    cudaError_t e = vec ? (route ? launch(dgemv_kernel<true, true>, (unsigned)blocks, 1, kGemvThreads, smem, k, p)
-                                 : launch(dgemv_kernel<true, false>, (unsigned)blocks, 1, kGemvThreads, smem, k, p))
+    const bool deep = vec && a->tail == HZ_DGEMV_TAIL_NONE && dev && blocks <= dev->sms && deep_enabled();
+    cudaError_t e = vec ? (route  ? launch(dgemv_kernel<true, true>, (unsigned)blocks, 1, kGemvThreads, smem, k, p)
+                           : deep ? launch(dgemv_kernel<true, false, kDeepBatch, 3>, (unsigned)blocks, 1, kGemvThreads,
+                                           smem, k, p)
+                                  : launch(dgemv_kernel<true, false>, (unsigned)blocks, 1, kGemvThreads, smem, k, p))
                         : (route ? launch(dgemv_kernel<false, true>, (unsigned)blocks, 1, kGemvThreads, smem, k, p)
                                  : launch(dgemv_kernel<false, false>, (unsigned)blocks, 1, kGemvThreads, smem, k, p));
     return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the decode GEMV");

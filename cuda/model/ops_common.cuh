@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "async_copy.cuh"
+
 namespace {
 
 constexpr int kWarp = 32;

@@ -402,15 +402,12 @@ struct ExpertParams {
     uint32_t f16_magic; /* HZ_F16_MAGIC, see hz_and_or (w4a16_device.cuh) */
 };
 
+/* cp_async16 with a zero fill: src_bytes of 16 copied, the rest of the 16 bytes zeroed. */
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, uint32_t src_bytes) {
     const uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes) : "memory");
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
+/* cp_async_commit and cp_async_wait: cuda/async_copy.cuh, through ops_common.cuh */
 __device__ __forceinline__ uint4 lds128(const uint8_t *p) { return *reinterpret_cast<const uint4 *>(p); }
 
 template <bool kGateUp>

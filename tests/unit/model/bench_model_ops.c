@@ -25,6 +25,9 @@
  *     split the step into non-routed kernels and the rest (routed experts, launch gaps, host).
  *     Each mode prints a hash of the greedy tokens it produced (FNV-1a): equal hashes, equal tokens.
  *     HZ_BENCH_GRAPH_ONLY=1 times the graph mode only and skips the breakdown.
+ *     Built with -Dtimeline=true (cuda/timeline.h), the graph mode also runs 20 steps after positions
+ *     32..96 with the kernel timeline armed and prints, per kernel role, when launches were placed,
+ *     became ready and ended against what they depend on (doc/benchmarks.md, sixth round).
  * Exit status 0 when every check passed. */
 #include <math.h>
 #include <stdio.h>
@@ -45,6 +48,7 @@
 
 #include "../../../cuda/model/decode_ops.cuh"
 #include "../../../cuda/model/model_ops.cuh"
+#include "../../../cuda/timeline.h"
 
 #define CK(x)                                                                                              \
     do {                                                                                                   \
@@ -794,6 +798,159 @@ static double time_steps(hz_session *s, uint32_t from, uint32_t n, int32_t *tok,
     return dt * 1e3 / n;
 }
 
+#ifdef HZ_TIMELINE
+/* ---- kernel timeline of whole steps (built with -Dtimeline=true) ---------------------------------------- */
+
+enum { TL_QKV, TL_ATTN, TL_O, TL_ROUTER, TL_EXPERTS, TL_SHDOWN, TL_LMHEAD, TL_ROLES };
+static const char *const tl_names[TL_ROLES] = {"qkv GEMV", "attention", "o GEMV", "router GEMV", "experts",
+                                               "shared down", "lm_head"};
+
+typedef struct {
+    uint32_t kind, info, info2, blocks, role;
+    uint64_t tag, t0, w0, t1; /* first entry, first wait return, last exit */
+    uint64_t m[3];            /* per mark, the latest block's: 0 prologue done, 1 and 2 the router
+                               * tail's start and end (cuda/model/decode_ops.cu) */
+} tl_launch;
+
+static int tl_cmp_rec(const void *x, const void *y) {
+    const hz_tl_rec *a = x, *b = y;
+    if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+    if (a->tag != b->tag) return a->tag < b->tag ? -1 : 1;
+    return a->t_entry < b->t_entry ? -1 : a->t_entry > b->t_entry;
+}
+
+static int tl_cmp_launch(const void *x, const void *y) {
+    const tl_launch *a = x, *b = y;
+    return a->t0 < b->t0 ? -1 : a->t0 > b->t0;
+}
+
+static uint32_t tl_role(const tl_launch *l, const hz_model_config *c) {
+    if (l->kind == HZ_TL_ATTN) return TL_ATTN;
+    if (l->kind == HZ_TL_EXPERTS) return TL_EXPERTS;
+    if (l->info == c->vocab) return TL_LMHEAD;
+    if (c->shared_inter && l->info2 == c->shared_inter) return TL_SHDOWN;
+    if (l->info == (c->heads + 2u * c->kv_heads) * c->head_dim) return TL_QKV;
+    if (l->info == c->hidden && l->info2 == c->heads * c->head_dim) return TL_O;
+    return TL_ROUTER;
+}
+
+/* Launches of one step from the records of every instrumented kernel: same kind and tag, and a block
+ * that entered before the launch's blocks so far all left (the expert kernel has tag 0 in every layer,
+ * and one layer's launch ends before the next layer's begins). Sorted by first entry. */
+static uint32_t tl_group(hz_tl_rec *r, uint32_t n, tl_launch *out, uint32_t max, const hz_model_config *c) {
+    qsort(r, n, sizeof *r, tl_cmp_rec);
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        tl_launch *cur = m ? &out[m - 1] : NULL;
+        if (!cur || cur->kind != r[i].kind || cur->tag != r[i].tag || r[i].t_entry > cur->t1) {
+            if (m == max) break;
+            cur = &out[m++];
+            *cur = (tl_launch){.kind = r[i].kind, .info = r[i].info, .info2 = r[i].info2, .tag = r[i].tag,
+                               .t0 = r[i].t_entry, .w0 = UINT64_MAX, .t1 = 0};
+        }
+        cur->blocks++;
+        if (r[i].t_wait && r[i].t_wait < cur->w0) cur->w0 = r[i].t_wait;
+        if (r[i].t_exit > cur->t1) cur->t1 = r[i].t_exit;
+        for (int k = 0; k < 3; k++)
+            if (r[i].t_mark[k] > cur->m[k]) cur->m[k] = r[i].t_mark[k];
+    }
+    qsort(out, m, sizeof *out, tl_cmp_launch);
+    for (uint32_t i = 0; i < m; i++) {
+        out[i].role = tl_role(&out[i], c);
+        if (out[i].w0 == UINT64_MAX) out[i].w0 = out[i].t0;
+    }
+    return m;
+}
+
+/* Runs `steps` more greedy steps with the timeline armed and prints, per role of a layer (layers 1 and
+ * up), the means of: start - dep (the first block's entry against the end of what it depends on),
+ * ready - dep (the first return from the grid-dependency wait), end - ready, and the blocks; then the
+ * mean step span and the sum of (end - dep) over one layer's dependency chain. */
+static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t steps, int32_t *tok, uint64_t *trace) {
+    enum { MAXR = 65536 * 3, MAXL = 4096 };
+    hz_tl_rec *rec = malloc(sizeof *rec * MAXR);
+    tl_launch *ln = malloc(sizeof *ln * MAXL);
+    double sum[TL_ROLES][7] = {{0}}, span = 0;
+    uint32_t cnt[TL_ROLES] = {0}, nsteps = 0;
+    uint64_t tick = 0; /* the smallest step seen between two blocks' entries: the timer's resolution at best */
+    int printed = 0;
+    if (!rec || !ln) goto out;
+    for (uint32_t k = 0; k < steps; k++) {
+        hz_tl_arm_gemv(1);
+        hz_tl_arm_attn(1);
+        hz_tl_arm_experts(1);
+        if (traced_step(s, tok, trace)) {
+            printf("FAIL: timeline step: %s\n", hz_last_error_message());
+            goto out;
+        }
+        uint32_t n = hz_tl_take_gemv(rec, MAXR);
+        n += hz_tl_take_attn(rec + n, MAXR - n);
+        n += hz_tl_take_experts(rec + n, MAXR - n);
+        hz_tl_arm_gemv(0);
+        hz_tl_arm_attn(0);
+        hz_tl_arm_experts(0);
+        const uint32_t m = tl_group(rec, n, ln, MAXL, c);
+        for (uint32_t i = 1; i < n; i++) /* records are sorted by entry within a launch */
+            if (rec[i].kind == rec[i - 1].kind && rec[i].tag == rec[i - 1].tag && rec[i].t_entry > rec[i - 1].t_entry) {
+                const uint64_t d = rec[i].t_entry - rec[i - 1].t_entry;
+                if (!tick || d < tick) tick = d;
+            }
+        if (m == 0) continue;
+        uint64_t last_end[TL_ROLES] = {0};
+        uint32_t layer = 0;
+        for (uint32_t i = 0; i < m; i++) {
+            const tl_launch *l = &ln[i];
+            uint64_t dep = ln[0].t0;
+            switch (l->role) {
+            case TL_QKV: dep = last_end[TL_EXPERTS] > last_end[TL_SHDOWN] ? last_end[TL_EXPERTS] : last_end[TL_SHDOWN]; break;
+            case TL_ATTN: dep = last_end[TL_QKV]; break;
+            case TL_O: dep = last_end[TL_ATTN]; break;
+            case TL_ROUTER: dep = last_end[TL_O]; break;
+            case TL_EXPERTS: case TL_SHDOWN: dep = last_end[TL_ROUTER]; break;
+            default: dep = last_end[TL_EXPERTS] > last_end[TL_SHDOWN] ? last_end[TL_EXPERTS] : last_end[TL_SHDOWN]; break;
+            }
+            if (l->role == TL_QKV) layer++;
+            if (!dep) dep = l->t0;
+            if (k == steps / 2 && layer == c->layers / 2 + 1 && printed < 8) {
+                printf("    step %u, layer %u: %-12s blocks %4u  start %+8.2f  ready %+8.2f  end %+8.2f us (against its dependency's end)\n",
+                       k, layer - 1, tl_names[l->role], l->blocks, ((double)l->t0 - (double)dep) * 1e-3,
+                       ((double)l->w0 - (double)dep) * 1e-3, ((double)l->t1 - (double)dep) * 1e-3);
+                printed++;
+            }
+            if (layer > 1 || l->role == TL_LMHEAD) {
+                sum[l->role][0] += ((double)l->t0 - (double)dep) * 1e-3;
+                sum[l->role][1] += ((double)l->w0 - (double)dep) * 1e-3;
+                sum[l->role][2] += ((double)l->t1 - (double)l->w0) * 1e-3;
+                sum[l->role][3] += l->blocks;
+                for (int q = 0; q < 3; q++)
+                    sum[l->role][4 + q] += l->m[q] ? ((double)l->m[q] - (double)l->w0) * 1e-3 : 0.0;
+                cnt[l->role]++;
+            }
+            last_end[l->role] = l->t1;
+        }
+        span += (double)(ln[m - 1].t1 - ln[0].t0) * 1e-3;
+        nsteps++;
+    }
+    printf("  timeline over %u steps (smallest globaltimer step seen: %llu ns), layers 1..%u, means per launch (us):\n",
+           nsteps, (unsigned long long)tick, c->layers - 1);
+    printf("    %-12s %7s %10s %10s %10s %10s %10s %10s %10s\n", "role", "blocks", "start-dep", "ready-dep", "end-ready",
+           "end-dep", "prologue", "route@", "routed@");
+    double chain = 0;
+    for (int r = 0; r < TL_ROLES; r++) {
+        if (!cnt[r]) continue;
+        const double a = sum[r][0] / cnt[r], b = sum[r][1] / cnt[r], d = sum[r][2] / cnt[r];
+        printf("    %-12s %7.0f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", tl_names[r], sum[r][3] / cnt[r], a, b, d,
+               b + d, sum[r][4] / cnt[r], sum[r][5] / cnt[r], sum[r][6] / cnt[r]);
+        if (r != TL_SHDOWN && r != TL_LMHEAD) chain += b + d;
+    }
+    printf("    main-stream chain per layer (sum of end-dep): %.2f us; step span %.1f us\n", chain,
+           nsteps ? span / nsteps : 0.0);
+out:
+    free(rec);
+    free(ln);
+}
+#endif
+
 static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int reps) {
     hz_model_config cfg;
     int qwen = strcmp(arch, "qwen") == 0;
@@ -853,6 +1010,9 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
         int32_t tok = 1;
         uint64_t trace = 0xcbf29ce484222325ull;
         double a = time_steps(s, 32, nsteps, &tok, &trace);
+#ifdef HZ_TIMELINE
+        if (md == 0) timeline_report(s, &cfg, 20, &tok, &trace); /* the 20 positions after those */
+#endif
         /* around position 200: where hz-bench's measured steps are (attention over 2 to 5 chunks) */
         double mid = time_steps(s, 200 - nsteps / 2, nsteps, &tok, &trace);
         double b2 = time_steps(s, 1024 - nsteps / 2, nsteps, &tok, &trace);
