@@ -13,7 +13,7 @@ namespace {
 constexpr int kGemvWarps = 8; /* 256-thread blocks, one row per warp at a time */
 constexpr int kGemvThreads = kGemvWarps * kWarp;
 constexpr int kBatch = 8;             /* 16-byte chunks per lane in flight for one row */
-constexpr int kDeepBatch = 11;        /* the same for a grid of one block per SM (hz_decode_gemv): 44 registers,
+constexpr int kDeepBatch = 11;        /* the same beside the routed-expert kernel (hz_dgemv_args.beside): 44 registers,
                                         * and a 5632-wide row (Qwen's shared down) in two whole batches */
 constexpr uint32_t kGemvMaxIn = 16384; /* x staged in shared memory: 32 KB */
 
@@ -453,6 +453,7 @@ extern "C" int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, 
     for (uint32_t s = a->nseg; s <= HZ_MGEMV_MAX_SEGS; s++) p.start[s] = (uint32_t)total;
     uint64_t blocks = (total + kGemvWarps - 1) / kGemvWarps;
     if (dev && blocks > dev->gemv_grid) blocks = dev->gemv_grid;
+    if (a->beside && dev && blocks > dev->sms) blocks = dev->sms;
     if (a->tail != HZ_DGEMV_TAIL_NONE) {
         uint8_t *t = static_cast<uint8_t *>(a->tail_scratch);
         p.counter = reinterpret_cast<uint32_t *>(t);
@@ -461,11 +462,12 @@ extern "C" int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, 
     }
     size_t smem = (size_t)((a->in + 7u) & ~7u) * 2u;
     if (a->tail == HZ_DGEMV_TAIL_ROUTE) smem += (size_t)a->seg[0].rows * sizeof(float);
-    /* The router tail is compiled into its own instantiation: the others keep its registers. A grid
-     * of at most one block per SM (the side stream's, beside the routed-expert kernel, whose block
-     * leaves 80 registers per thread for one GEMV block) keeps more bytes in flight per warp. */
+    /* The router tail is compiled into its own instantiation: the others keep its registers. A GEMV
+     * beside the routed-expert kernel (one block per SM in the 80 registers per thread that kernel's
+     * block leaves) keeps more bytes in flight per warp; the chunks each lane adds, and their order,
+     * are the same at either batch size. */
     const bool vec = dgemv_vec(a), route = a->tail == HZ_DGEMV_TAIL_ROUTE;
-    const bool deep = vec && a->tail == HZ_DGEMV_TAIL_NONE && dev && blocks <= dev->sms && deep_enabled();
+    const bool deep = vec && a->beside && a->tail == HZ_DGEMV_TAIL_NONE && deep_enabled();
     cudaError_t e = vec ? (route  ? launch(dgemv_kernel<true, true>, (unsigned)blocks, 1, kGemvThreads, smem, k, p)
                            : deep ? launch(dgemv_kernel<true, false, kDeepBatch, 3>, (unsigned)blocks, 1, kGemvThreads,
                                            smem, k, p)

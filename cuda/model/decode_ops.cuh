@@ -118,6 +118,10 @@ typedef struct hz_dgemv_args {
     float *zero;
     uint32_t zero_n;
     uint32_t tail;
+    /* 1: runs beside the routed-expert kernel (another stream): at most one block per SM (given dev),
+     * which fits next to that kernel's block in the 80 registers per thread it leaves, with deeper
+     * batches; the same sums as 0 */
+    uint32_t beside;
     /* TAIL_ROUTE */
     uint32_t top_k;
     int norm_topk;

@@ -476,8 +476,8 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
          * the routed experts, queued after them so that their kernel is offered the device first
          * (Qwen1.5-MoE-A2.7B shape, step at positions 32..96, H200, 2026-11-29, one run: 1.596 ms
          * after them, 1.544 ms beside them at the usual grid; doc/benchmarks.md, fifth round). */
-        const hz_dgemv_args da = {.seg = {{w->sh_down, NULL, g->shd, H, 0}}, .nseg = 1, .in = S,
-                                  .x_mode = HZ_DGEMV_X_SILU, .g = g->shg, .u = g->shu};
+        hz_dgemv_args da = {.seg = {{w->sh_down, NULL, g->shd, H, 0}}, .nseg = 1, .in = S,
+                            .x_mode = HZ_DGEMV_X_SILU, .g = g->shg, .u = g->shu};
         if (qwen && g->side) CALL(hz_decode_fork(g->side, stream));
         if (gm->full)
             CALL(hz_exec_cuda_moe_device(m->exec, K, g->rows_dev, g->route_w, g->xn, g->acc, g->scratch,
@@ -491,9 +491,8 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
             /* One block per multiprocessor: it then fits beside the routed-expert kernel's block on
              * every multiprocessor (Qwen step 1.548 -> 1.508 ms against the 2-per-multiprocessor
              * grid; half as many blocks: 1.761 ms; H200, 2026-11-29) */
-            hz_decode_dev sd = gm->dev;
-            sd.gemv_grid = sd.sms;
-            CALL(hz_decode_gemv(&da, &sd, &sk));
+            da.beside = 1;
+            CALL(hz_decode_gemv(&da, &gm->dev, &sk));
             CALL(hz_decode_join(g->side, stream));
         } else if (qwen) {
             CALL(hz_decode_gemv(&da, &gm->dev, &kl));

@@ -30,13 +30,7 @@
 #define N_PROMPT 6
 #define N_STEPS 24
 
-static int g_failures;
-#define FAILF(...)                                                                                         \
-    do {                                                                                                   \
-        printf("FAIL: " __VA_ARGS__);                                                                      \
-        printf("\n");                                                                                      \
-        g_failures++;                                                                                      \
-    } while (0)
+#include "../../test_fail.h"
 #define CHECK(expr)                                                                                        \
     do {                                                                                                   \
         int st_ = (expr);                                                                                  \

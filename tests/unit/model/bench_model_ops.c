@@ -900,14 +900,16 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
         uint32_t layer = 0;
         for (uint32_t i = 0; i < m; i++) {
             const tl_launch *l = &ln[i];
-            uint64_t dep = ln[0].t0;
+            /* what the launch waits for: the previous kernel of the chain; q/k/v and lm_head wait for
+             * the layer's MoE output, the routed experts and (Qwen) the shared down */
+            const uint64_t moe_end = last_end[TL_EXPERTS] > last_end[TL_SHDOWN] ? last_end[TL_EXPERTS] : last_end[TL_SHDOWN];
+            uint64_t dep = moe_end;
             switch (l->role) {
-            case TL_QKV: dep = last_end[TL_EXPERTS] > last_end[TL_SHDOWN] ? last_end[TL_EXPERTS] : last_end[TL_SHDOWN]; break;
             case TL_ATTN: dep = last_end[TL_QKV]; break;
             case TL_O: dep = last_end[TL_ATTN]; break;
             case TL_ROUTER: dep = last_end[TL_O]; break;
             case TL_EXPERTS: case TL_SHDOWN: dep = last_end[TL_ROUTER]; break;
-            default: dep = last_end[TL_EXPERTS] > last_end[TL_SHDOWN] ? last_end[TL_EXPERTS] : last_end[TL_SHDOWN]; break;
+            default: break; /* TL_QKV, TL_LMHEAD */
             }
             if (l->role == TL_QKV) layer++;
             if (!dep) dep = l->t0;

@@ -13,13 +13,7 @@
 #include "core/core.h"
 #include "horizon/horizon.h"
 
-static int g_failures;
-#define FAILF(...)                                                                                         \
-    do {                                                                                                   \
-        printf("FAIL: " __VA_ARGS__);                                                                      \
-        printf("\n");                                                                                      \
-        g_failures++;                                                                                      \
-    } while (0)
+#include "../../test_fail.h"
 
 typedef struct stack {
     hz_host_backing *b;
