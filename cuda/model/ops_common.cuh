@@ -196,19 +196,25 @@ __device__ __forceinline__ void route_write(const uint32_t *sel_id, const float 
     }
 }
 
-/* Router over E FP16 logits, run by ONE block (any size that is a multiple of 32): softmax in FP32
- * with the sum added in expert order by one thread, then the top-k and the optional renormalisation
- * above. Writes ids_out[k], w_out[k] sorted by id and, when `table` is given, rows_out[k] = table[id].
- * Logits are read through L2 (they may have been written by other blocks of the same grid). `p` is
- * shared memory for E floats, `red` for 33. */
-__device__ void route_block(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
+/* A router logit as the router sees it: an FP16 logit as is, an FP32 one (a GEMM's output) rounded to
+ * FP16 first, as the CPU's router GEMV rounds its output. Read through L2: other blocks of the same
+ * grid may have written it. */
+__device__ __forceinline__ float route_logit(const uint16_t *logits, uint32_t e) { return h2f(__ldcg(logits + e)); }
+__device__ __forceinline__ float route_logit(const float *logits, uint32_t e) { return round16(__ldcg(logits + e)); }
+
+/* Router over E logits (FP16, or FP32 rounded to FP16: route_logit), run by ONE block (any size that
+ * is a multiple of 32): softmax in FP32 with the sum added in expert order by one thread, then the
+ * top-k and the optional renormalisation above. Writes ids_out[k], w_out[k] sorted by id and, when
+ * `table` is given, rows_out[k] = table[id]. `p` is shared memory for E floats, `red` for 33. */
+template <typename Logit>
+__device__ void route_block(const Logit *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
                             float *w_out, const void *const *table, const void **rows_out, float *p, float *red,
                             float *inv_sum) {
     __shared__ uint32_t sel_id[kRouteMaxK];
     __shared__ float sel_v[kRouteMaxK];
     float mx = -INFINITY;
     for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
-        p[e] = h2f(__ldcg(logits + e));
+        p[e] = route_logit(logits, e);
         mx = fmaxf(mx, p[e]);
     }
     mx = block_reduce<true>(mx, red);

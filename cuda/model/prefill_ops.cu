@@ -248,65 +248,15 @@ size_t attention_smem(uint32_t qt, uint32_t N, uint32_t D) {
 
 /* ---- router: one block per token, hz_model_route's kernel --------------------------------------- */
 
+/* Token blockIdx.x's FP32 logits (the router GEMM's output) through route_block, which rounds them to
+ * FP16 as the router GEMV would have: the decode step's router selects identically. */
 __global__ void __launch_bounds__(kRouteThreads)
     pf_route_kernel(const float *logits32, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out, float *w_out) {
     __shared__ float p[kRouteMaxExperts];
     __shared__ float red[kWarp + 1];
     __shared__ float inv_sum;
-    const float *logits = logits32 + (size_t)blockIdx.x * E;
-    float mx = -INFINITY;
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
-        p[e] = round16(logits[e]); /* the router GEMV's FP16 output */
-        mx = fmaxf(mx, p[e]);
-    }
-    mx = block_reduce<true>(mx, red);
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] = expf(p[e] - mx);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float sum = 0.0f;
-        for (uint32_t e = 0; e < E; e++) sum += p[e];
-        inv_sum = 1.0f / sum;
-    }
-    __syncthreads();
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] *= inv_sum;
-    __syncthreads();
-    if (threadIdx.x != 0) return;
-    uint32_t ids[kRouteMaxK];
-    float vals[kRouteMaxK];
-    uint32_t n = 0;
-    for (uint32_t e = 0; e < E; e++) {
-        if (n == K && !(p[e] > vals[K - 1])) continue;
-        uint32_t i = n < K ? n++ : K - 1;
-        while (i > 0 && p[e] > vals[i - 1]) {
-            vals[i] = vals[i - 1];
-            ids[i] = ids[i - 1];
-            i--;
-        }
-        vals[i] = p[e];
-        ids[i] = e;
-    }
-    if (norm_topk) {
-        float sum = 0.0f;
-        for (uint32_t k = 0; k < K; k++) sum += vals[k];
-        for (uint32_t k = 0; k < K; k++) vals[k] /= sum;
-    }
-    for (uint32_t k = 1; k < K; k++) { /* ascending ids: the order the experts are summed in */
-        uint32_t id = ids[k];
-        float v = vals[k];
-        uint32_t i = k;
-        for (; i > 0 && ids[i - 1] > id; i--) {
-            ids[i] = ids[i - 1];
-            vals[i] = vals[i - 1];
-        }
-        ids[i] = id;
-        vals[i] = v;
-    }
-    uint32_t *io = ids_out + (size_t)blockIdx.x * K;
-    float *wo = w_out + (size_t)blockIdx.x * K;
-    for (uint32_t k = 0; k < K; k++) {
-        io[k] = ids[k];
-        wo[k] = vals[k];
-    }
+    const size_t t = blockIdx.x;
+    route_block(logits32 + t * E, E, K, norm_topk, ids_out + t * K, w_out + t * K, nullptr, nullptr, p, red, &inv_sum);
 }
 
 /* ---- bucketing (one block) --------------------------------------------------------------------------
