@@ -90,6 +90,46 @@ static inline void tu_check_rows(const hz_host_backing *b, hz_generation *lease,
     }
 }
 
+/* Acquires `experts` of `layer` (the call must succeed), checks that every row holds its backing bytes
+ * and releases the lease; returns the lease's generation. */
+static inline uint64_t tu_acquire_check_release(hz_cache *c, const hz_host_backing *b, uint32_t layer,
+                                                const uint32_t *experts, uint32_t n) {
+    hz_generation *l = NULL;
+    assert_int_equal(hz_generation_acquire(c, layer, experts, n, &l), HZ_OK);
+    uint64_t id = hz_generation_id(l);
+    tu_check_rows(b, l, experts, n);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    return id;
+}
+
+/* The cache's "state" field is `want` ("OK" or "FAULTED"). */
+static inline void tu_expect_state(hz_cache *c, const char *want) {
+    char state[16];
+    tu_stat_str(c, "state", state, sizeof state);
+    assert_string_equal(state, want);
+}
+
+/* After a load that failed before publication, on a cache that published nothing since its creation:
+ * still OK, generation 1 current, every spare row (`spares`) free again, none reserved or in transfer,
+ * no staging slot busy. */
+static inline void tu_expect_rolled_back(hz_cache *c, uint32_t spares) {
+    tu_expect_state(c, "OK");
+    assert_int_equal(tu_stat(c, "generation"), 1);
+    assert_int_equal(tu_stat(c, "rows.free"), spares);
+    assert_int_equal(tu_stat(c, "rows.reserved"), 0);
+    assert_int_equal(tu_stat(c, "rows.in_transfer"), 0);
+    assert_int_equal(tu_stat(c, "staging_slots_busy"), 0);
+}
+
+/* Destroys the cache (unless NULL: the test destroyed it itself), closes the device, checks that the
+ * backing's routed bytes still hash to `hash0` (nothing wrote to them) and closes the backing. */
+static inline void tu_close(hz_cache *c, hz_device *d, hz_host_backing *b, uint64_t hash0) {
+    if (c) assert_int_equal(hz_cache_destroy(c), HZ_OK);
+    assert_int_equal(hz_device_close(d), HZ_OK);
+    assert_int_equal(tu_routed_hash(b), hash0);
+    assert_int_equal(hz_host_backing_close(b), HZ_OK);
+}
+
 /* Every cache scenario runs once per transport. The cmocka initial state of a test is a pointer into
  * this array. */
 /* The tests' fourth transport: threaded with piecewise H2D (hz_txn_config.piecewise), which the cache

@@ -32,10 +32,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     fixture *f = *state;
-    assert_int_equal(hz_cache_destroy(f->c), HZ_OK);
-    assert_int_equal(hz_device_close(f->d), HZ_OK);
-    assert_int_equal(tu_routed_hash(f->b), f->hash0);
-    assert_int_equal(hz_host_backing_close(f->b), HZ_OK);
+    tu_close(f->c, f->d, f->b, f->hash0);
     free(f);
     return 0;
 }
@@ -136,9 +133,7 @@ static void test_self_pinned_spares_report_capacity(void **state) {
     assert_null(l2);
     tu_check_invariants(f->c);
     assert_int_equal(hz_generation_release(pin, NULL), HZ_OK);
-    assert_int_equal(hz_generation_acquire(f->c, 2, g2, 1, &l2), HZ_OK);
-    tu_check_rows(f->b, l2, g2, 1);
-    assert_int_equal(hz_generation_release(l2, NULL), HZ_OK);
+    tu_acquire_check_release(f->c, f->b, 2, g2, 1);
 }
 
 typedef struct holder {
@@ -242,9 +237,7 @@ static void test_lru_order(void **state) {
     assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
     /* a group member is never its own victim even when least recently used: 2 is LRU now */
     uint32_t g[4] = {2, 14, 15, 12};
-    assert_int_equal(hz_generation_acquire(f->c, 0, g, 4, &l), HZ_OK);
-    tu_check_rows(f->b, l, g, 4);
-    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    tu_acquire_check_release(f->c, f->b, 0, g, 4);
     tu_check_invariants(f->c);
 }
 
@@ -412,15 +405,8 @@ static void test_caller_placement_and_defaults(void **state) {
     o.initial_placement_count = 6;
     hz_cache *c = NULL;
     assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
-    hz_generation *l = NULL;
-    assert_int_equal(hz_generation_acquire(c, 0, place, 3, &l), HZ_OK);
-    assert_int_equal(hz_generation_id(l), 1);
-    tu_check_rows(b, l, place, 3);
-    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
-    assert_int_equal(hz_generation_acquire(c, 1, place + 3, 3, &l), HZ_OK);
-    assert_int_equal(hz_generation_id(l), 1);
-    tu_check_rows(b, l, place + 3, 3);
-    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    assert_int_equal(tu_acquire_check_release(c, b, 0, place, 3), 1);
+    assert_int_equal(tu_acquire_check_release(c, b, 1, place + 3, 3), 1);
     /* registered: no staging at all */
     assert_int_equal(tu_stat(c, "staging_bytes"), transport == HZ_TRANSPORT_REGISTERED ? 0 : 2 * tu_row_bytes(b));
     assert_int_equal(hz_cache_destroy(c), HZ_OK);
@@ -430,9 +416,7 @@ static void test_caller_placement_and_defaults(void **state) {
     assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
     assert_int_equal(tu_stat(c, "capacity"), 8);
     uint32_t all[8] = {7, 6, 5, 4, 3, 2, 1, 0};
-    assert_int_equal(hz_generation_acquire(c, 1, all, 8, &l), HZ_OK);
-    tu_check_rows(b, l, all, 8);
-    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    tu_acquire_check_release(c, b, 1, all, 8);
     assert_int_equal(tu_stat(c, "misses"), 0);
     tu_check_invariants(c);
     assert_int_equal(hz_cache_destroy(c), HZ_OK);
@@ -624,10 +608,7 @@ static void test_registered_no_staging(void **state) {
     assert_int_equal(tu_stat(c, "registered_bytes"), region);
     for (uint32_t round = 0; round < 4; round++) {
         uint32_t g[4] = {4 * round, 4 * round + 1, 4 * round + 2, 4 * round + 3};
-        hz_generation *l = NULL;
-        assert_int_equal(hz_generation_acquire(c, round % 2, g, 4, &l), HZ_OK);
-        tu_check_rows(b, l, g, 4);
-        assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+        tu_acquire_check_release(c, b, round % 2, g, 4);
     }
     char name[32];
     tu_stat_str(c, "transport", name, sizeof name);
@@ -643,10 +624,7 @@ static void test_registered_no_staging(void **state) {
     assert_int_equal(tu_stat(c, "staging_threads"), 0);
     assert_int_equal(tu_stat(c, "expert_d2h_bytes"), 0);
     tu_check_invariants(c);
-    assert_int_equal(hz_cache_destroy(c), HZ_OK);
-    assert_int_equal(hz_device_close(d), HZ_OK);
-    assert_int_equal(tu_routed_hash(b), hash0);
-    assert_int_equal(hz_host_backing_close(b), HZ_OK);
+    tu_close(c, d, b, hash0);
 }
 
 /* Threaded: every blob is split into one piece per thread, the pieces land in staging, every byte is
@@ -670,10 +648,7 @@ static void test_threaded_pieces(void **state) {
     assert_int_equal(hz_backend_cpu_set_copy_delay(d->be, 300), HZ_OK);
     for (uint32_t round = 1; round < 4; round++) {
         uint32_t g[4] = {4 * round, 4 * round + 1, 4 * round + 2, 4 * round + 3};
-        hz_generation *l = NULL;
-        assert_int_equal(hz_generation_acquire(c, round % 2, g, 4, &l), HZ_OK);
-        tu_check_rows(b, l, g, 4);
-        assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+        tu_acquire_check_release(c, b, round % 2, g, 4);
     }
     assert_int_equal(tu_stat(c, "staging_copies"), 8 + 12);
     assert_int_equal(tu_stat(c, "staging_chunks"), 8 + 12 * 4);

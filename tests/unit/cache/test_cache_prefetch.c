@@ -35,12 +35,7 @@ static void open_cache(fixture *f, int transport, int prefetch) {
     tu_after_create(f->c);
 }
 
-static void close_cache(fixture *f) {
-    if (f->c) assert_int_equal(hz_cache_destroy(f->c), HZ_OK);
-    assert_int_equal(hz_device_close(f->d), HZ_OK);
-    assert_int_equal(tu_routed_hash(f->b), f->hash0);
-    assert_int_equal(hz_host_backing_close(f->b), HZ_OK);
-}
+static void close_cache(fixture *f) { tu_close(f->c, f->d, f->b, f->hash0); }
 
 static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
@@ -57,14 +52,17 @@ static int teardown(void **state) {
 }
 
 /* The prefetch accounting closes: every prefetched expert is a hit, wasted, or still ready; every
- * publication is the initial one, a miss round's or an adoption of prefetched rows. */
-static void check_prefetch_identity(hz_cache *c, uint64_t row_bytes) {
+ * publication is the initial one, a miss round's or an adoption of prefetched rows. Then the cache's
+ * invariants hold. */
+static void check_accounting(fixture *f) {
+    hz_cache *c = f->c;
     double experts = tu_stat(c, "prefetch_experts"), hits = tu_stat(c, "prefetch_hits");
-    double wasted = tu_stat(c, "prefetch_wasted_bytes") / (double)row_bytes, ready = tu_stat(c, "prefetch_ready");
+    double wasted = tu_stat(c, "prefetch_wasted_bytes") / (double)f->row_bytes, ready = tu_stat(c, "prefetch_ready");
     assert_true(experts == hits + wasted + ready);
     assert_true(tu_stat(c, "rows.prefetched") == ready);
-    assert_true(tu_stat(c, "prefetch_bytes") == experts * (double)row_bytes);
+    assert_true(tu_stat(c, "prefetch_bytes") == experts * (double)f->row_bytes);
     assert_true(tu_stat(c, "publications") == 1 + tu_stat(c, "rounds") + tu_stat(c, "prefetch_publications"));
+    tu_check_invariants(c);
 }
 
 /* Polls until the prefetch thread has taken the request and its rows are in transfer (the tests slow
@@ -85,11 +83,7 @@ static void test_prefetch_then_acquire_hits(void **state) {
     const uint32_t p[4] = {8, 9, 10, 11};
     assert_int_equal(hz_cache_prefetch(f->c, 1, p, 4), HZ_OK);
     /* no wait here: the acquire of the layer waits for the pending prefetch by itself */
-    hz_generation *l = NULL;
-    assert_int_equal(hz_generation_acquire(f->c, 1, p, 4, &l), HZ_OK);
-    assert_int_equal(hz_generation_id(l), 2);
-    tu_check_rows(f->b, l, p, 4);
-    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    assert_int_equal(tu_acquire_check_release(f->c, f->b, 1, p, 4), 2);
     assert_int_equal(tu_stat(f->c, "misses"), 0);
     assert_int_equal(tu_stat(f->c, "hits"), 4);
     assert_int_equal(tu_stat(f->c, "prefetch_hits"), 4);
@@ -107,12 +101,12 @@ static void test_prefetch_then_acquire_hits(void **state) {
     assert_true(tu_stat(f->c, "miss_transfer_seconds") > 0);
     assert_int_equal(tu_stat(f->c, "expert_d2h_bytes"), 0);
     /* a second acquire is an ordinary hit: the prefetch hit was counted once */
+    hz_generation *l = NULL;
     assert_int_equal(hz_generation_acquire(f->c, 1, p, 4, &l), HZ_OK);
     assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
     assert_int_equal(tu_stat(f->c, "hits"), 8);
     assert_int_equal(tu_stat(f->c, "prefetch_hits"), 4);
-    check_prefetch_identity(f->c, f->row_bytes);
-    tu_check_invariants(f->c);
+    check_accounting(f);
 }
 
 static void test_wrong_prediction_wasted(void **state) {
@@ -142,18 +136,14 @@ static void test_wrong_prediction_wasted(void **state) {
     assert_int_equal(tu_stat(f->c, "generation"), 2);
     assert_int_equal(tu_stat(f->c, "evictions"), 4);
     assert_int_equal(tu_stat(f->c, "miss_transfer_bytes"), 8 * f->row_bytes);
-    check_prefetch_identity(f->c, f->row_bytes);
-    tu_check_invariants(f->c);
+    check_accounting(f);
 }
 
 static void test_partial_prediction(void **state) {
     fixture *f = *state;
     const uint32_t p[4] = {4, 5, 6, 7}, g[4] = {4, 5, 12, 13};
     assert_int_equal(hz_cache_prefetch(f->c, 2, p, 4), HZ_OK);
-    hz_generation *l = NULL;
-    assert_int_equal(hz_generation_acquire(f->c, 2, g, 4, &l), HZ_OK);
-    tu_check_rows(f->b, l, g, 4);
-    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    tu_acquire_check_release(f->c, f->b, 2, g, 4);
     /* 4 and 5 were predicted (adopted: prefetch hits), 12 and 13 missed; 6 and 7 stay ready (a later
      * group of the layer may want them) until a miss needs their rows */
     assert_int_equal(tu_stat(f->c, "prefetch_hits"), 2);
@@ -170,14 +160,11 @@ static void test_partial_prediction(void **state) {
     assert_int_equal(hz_cache_prefetch(f->c, 2, mixed, 4), HZ_OK);
     hz_cache_prefetch_wait(f->c);
     assert_int_equal(tu_stat(f->c, "prefetch_rounds"), 2);
-    assert_int_equal(hz_generation_acquire(f->c, 2, mixed, 4, &l), HZ_OK);
-    tu_check_rows(f->b, l, mixed, 4);
-    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    tu_acquire_check_release(f->c, f->b, 2, mixed, 4);
     assert_int_equal(tu_stat(f->c, "prefetch_hits"), 3);
     assert_int_equal(tu_stat(f->c, "misses"), 2);
     assert_int_equal(tu_stat(f->c, "hits"), 6);
-    check_prefetch_identity(f->c, f->row_bytes);
-    tu_check_invariants(f->c);
+    check_accounting(f);
 }
 
 static void random_group(uint64_t *rng, uint32_t *g, uint32_t n, uint32_t experts) {
@@ -247,8 +234,7 @@ static void test_same_rows_as_without_prefetch(void **state) {
     assert_string_equal(mode, "off");
     tu_stat_str(f->c, "prefetch", mode, sizeof mode);
     assert_string_equal(mode, "next_layer");
-    check_prefetch_identity(f->c, f->row_bytes);
-    tu_check_invariants(f->c);
+    check_accounting(f);
     tu_check_invariants(off.c);
     close_cache(&off);
 }
@@ -284,13 +270,10 @@ static void test_capacity_and_leases(void **state) {
     tu_check_invariants(f->c);
     assert_int_equal(hz_generation_release(pin, NULL), HZ_OK);
     assert_int_equal(tu_stat(f->c, "rows.victim_pending"), 0);
-    assert_int_equal(hz_generation_acquire(f->c, 1, q, 4, &l), HZ_OK);
-    tu_check_rows(f->b, l, q, 4);
-    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    tu_acquire_check_release(f->c, f->b, 1, q, 4);
     assert_int_equal(tu_stat(f->c, "prefetch_hits"), 4);
     assert_int_equal(tu_stat(f->c, "prefetch_wasted_bytes"), 0);
-    check_prefetch_identity(f->c, f->row_bytes);
-    tu_check_invariants(f->c);
+    check_accounting(f);
 }
 
 /* Ready rows never make a miss wait: a miss of another layer that needs every spare row gets them (the
@@ -298,20 +281,17 @@ static void test_capacity_and_leases(void **state) {
 static void test_ready_rows_yield_to_misses(void **state) {
     fixture *f = *state;
     const uint32_t p[4] = {8, 9, 10, 11}, g[4] = {12, 13, 14, 15}, old[4] = {0, 1, 2, 3};
-    hz_generation *pin = NULL, *l = NULL;
+    hz_generation *pin = NULL;
     assert_int_equal(hz_generation_acquire(f->c, 2, old, 4, &pin), HZ_OK);
     assert_int_equal(hz_cache_prefetch(f->c, 1, p, 4), HZ_OK);
     hz_cache_prefetch_wait(f->c);
     assert_int_equal(tu_stat(f->c, "rows.prefetched"), 4);
     assert_int_equal(tu_stat(f->c, "rows.free") + tu_stat(f->c, "rows.reusable"), 0);
-    assert_int_equal(hz_generation_acquire(f->c, 0, g, 4, &l), HZ_OK);
-    tu_check_rows(f->b, l, g, 4);
-    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    tu_acquire_check_release(f->c, f->b, 0, g, 4);
     assert_int_equal(tu_stat(f->c, "prefetch_wasted_bytes"), 4 * f->row_bytes);
     assert_int_equal(tu_stat(f->c, "rows.prefetched"), 0);
     assert_int_equal(hz_generation_release(pin, NULL), HZ_OK);
-    check_prefetch_identity(f->c, f->row_bytes);
-    tu_check_invariants(f->c);
+    check_accounting(f);
 }
 
 /* While a prefetch's copies run: its rows are in transfer and mapped by no generation, all-hit acquires
@@ -361,10 +341,7 @@ static void test_prefetch_cancelled_by_miss(void **state) {
     wait_loading(f->c);
     hz_transactor_set_copy_delay(hz_cache_transactor(f->c), 0);
     assert_int_equal(hz_backend_cpu_set_copy_delay(f->cpu, 0), HZ_OK);
-    hz_generation *l = NULL;
-    assert_int_equal(hz_generation_acquire(f->c, 1, g, 4, &l), HZ_OK);
-    tu_check_rows(f->b, l, g, 4);
-    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    tu_acquire_check_release(f->c, f->b, 1, g, 4);
     hz_cache_prefetch_wait(f->c);
     double loaded = tu_stat(f->c, "prefetch_experts"), cancelled = tu_stat(f->c, "prefetch_cancelled");
     fprintf(stderr, "  %s: %.0f loaded, %.0f cancelled\n", tu_transport_name(f->transport), loaded, cancelled);
@@ -377,8 +354,7 @@ static void test_prefetch_cancelled_by_miss(void **state) {
     assert_int_equal(tu_stat(f->c, "misses"), 4);
     assert_int_equal(tu_stat(f->c, "prefetch_hits"), 0);
     assert_int_equal(tu_stat(f->c, "rows.in_transfer") + tu_stat(f->c, "rows.reserved"), 0);
-    check_prefetch_identity(f->c, f->row_bytes);
-    tu_check_invariants(f->c);
+    check_accounting(f);
 }
 
 /* A request nobody started is replaced by a newer one (counted as dropped); the newer one runs, and its
@@ -413,9 +389,8 @@ static void test_request_replaced(void **state) {
     assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
     assert_int_equal(tu_stat(f->c, "prefetch_hits"), 1); /* 12 */
     assert_int_equal(tu_stat(f->c, "misses"), 1 + 2);   /* 13, then 10 and 11 */
-    check_prefetch_identity(f->c, f->row_bytes);
+    check_accounting(f);
     assert_int_equal(hz_backend_cpu_set_copy_delay(f->cpu, 0), HZ_OK);
-    tu_check_invariants(f->c);
 }
 
 /* Destroy while a prefetch is being loaded and another one waits: the running one finishes, the queued
@@ -444,31 +419,21 @@ static void test_destroy_with_prefetch_pending(void **state) {
  * current generation stays, and the acquire of the layer loads the experts on demand. */
 static void expect_prefetch_recovered(fixture *f, const char *what) {
     hz_cache_prefetch_wait(f->c);
-    char state[16], err[600];
-    tu_stat_str(f->c, "state", state, sizeof state);
-    assert_string_equal(state, "OK");
+    tu_expect_rolled_back(f->c, 4);
     assert_int_equal(tu_stat(f->c, "prefetch_failures"), 1);
+    char err[600];
     tu_stat_str(f->c, "prefetch_last_error", err, sizeof err);
     if (!strstr(err, what)) fprintf(stderr, "prefetch_last_error: %s\n", err);
     assert_non_null(strstr(err, what));
-    assert_int_equal(tu_stat(f->c, "generation"), 1);
-    assert_int_equal(tu_stat(f->c, "rows.free"), 4);
-    assert_int_equal(tu_stat(f->c, "rows.in_transfer"), 0);
-    assert_int_equal(tu_stat(f->c, "rows.reserved"), 0);
-    assert_int_equal(tu_stat(f->c, "staging_slots_busy"), 0);
     assert_int_equal(tu_stat(f->c, "failed_transactions"), 0);
     assert_int_equal(tu_stat(f->c, "miss_transfer_bytes"), 0);
     tu_check_invariants(f->c);
     hz_backend_fault_reset(f->fb);
     const uint32_t p[4] = {8, 9, 10, 11};
-    hz_generation *l = NULL;
-    assert_int_equal(hz_generation_acquire(f->c, 1, p, 4, &l), HZ_OK);
-    tu_check_rows(f->b, l, p, 4);
-    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    tu_acquire_check_release(f->c, f->b, 1, p, 4);
     assert_int_equal(tu_stat(f->c, "misses"), 4);
     assert_int_equal(tu_stat(f->c, "prefetch_hits"), 0);
-    check_prefetch_identity(f->c, f->row_bytes);
-    tu_check_invariants(f->c);
+    check_accounting(f);
 }
 
 static void test_prefetch_h2d_fails(void **state) {
@@ -505,9 +470,7 @@ static void test_prefetch_undrainable_faults(void **state) {
     assert_int_equal(hz_cache_prefetch(f->c, 1, p, 4), HZ_OK);
     hz_cache_prefetch_wait(f->c);
     hz_backend_fault_reset(f->fb);
-    char state_s[16];
-    tu_stat_str(f->c, "state", state_s, sizeof state_s);
-    assert_string_equal(state_s, "FAULTED");
+    tu_expect_state(f->c, "FAULTED");
     hz_generation *l = NULL;
     assert_int_equal(hz_generation_acquire(f->c, 1, p, 4, &l), HZ_EFAULTED);
     assert_non_null(strstr(hz_last_error_message(), "prefetch for layer 1"));
@@ -664,8 +627,7 @@ static void test_threads_mix_prefetch_and_acquire(void **state) {
     assert_int_equal(tu_stat(f->c, "prefetch_failures"), 0);
     assert_int_equal(tu_stat(f->c, "failed_transactions"), 0);
     assert_int_equal(tu_stat(f->c, "expert_d2h_bytes"), 0);
-    check_prefetch_identity(f->c, f->row_bytes);
-    tu_check_invariants(f->c);
+    check_accounting(f);
 }
 
 int main(void) {
