@@ -18,16 +18,15 @@
 
 typedef struct world {
     char *dir;
-    char path[2][4096]; /* [0] olmoe, [1] qwen2moe */
+    char path[2][TINY_PATH_MAX]; /* [0] olmoe, [1] qwen2moe */
 } world;
 
 static int setup(void **state) {
     world *w = calloc(1, sizeof *w);
-    if (!w || tiny_tmpdir(&w->dir)) return -1;
-    snprintf(w->path[0], sizeof w->path[0], "%s/olmoe.hzq", w->dir);
-    snprintf(w->path[1], sizeof w->path[1], "%s/qwen.hzq", w->dir);
-    if (tiny_model_write(w->path[0], HZ_ARCH_OLMOE, 1) || tiny_model_write(w->path[1], HZ_ARCH_QWEN2MOE, 2)) {
-        fprintf(stderr, "tiny model: %s\n", hz_last_error_message());
+    if (!w) return -1;
+    if (tiny_model_pair(&w->dir, w->path)) {
+        fprintf(stderr, "tiny models: %s\n", hz_last_error_message());
+        free(w);
         return -1;
     }
     *state = w;

@@ -349,17 +349,9 @@ static void check_long_context(const char *path, const char *arch, uint32_t spli
 
 int main(void) {
     char *dir = NULL;
-    if (tiny_tmpdir(&dir)) {
-        printf("FAIL: tmpdir\n");
-        return 1;
-    }
-    char path[2][4096];
-    snprintf(path[0], sizeof path[0], "%s/olmoe.hzq", dir);
-    snprintf(path[1], sizeof path[1], "%s/qwen.hzq", dir);
-    if (tiny_model_write(path[0], HZ_ARCH_OLMOE, 1) || tiny_model_write(path[1], HZ_ARCH_QWEN2MOE, 2)) {
-        printf("FAIL: tiny model: %s\n", hz_last_error_message());
-        tiny_rmdir(dir);
-        free(dir);
+    char path[2][TINY_PATH_MAX];
+    if (tiny_model_pair(&dir, path)) {
+        printf("FAIL: tiny models: %s\n", hz_last_error_message());
         return 1;
     }
     printf("model_gpu: bound max|gpu - cpu| / max|cpu| <= %.1e per step, greedy tokens identical\n", GPU_REL_BOUND);

@@ -119,3 +119,21 @@ void tiny_rmdir(const char *dir) {
     }
     rmdir(dir);
 }
+
+int tiny_model_pair(char **dir, char path[2][TINY_PATH_MAX]) {
+    *dir = NULL;
+    char *d = NULL;
+    int st = tiny_tmpdir(&d);
+    if (st) return hz_error(st, "tiny models: no temporary directory");
+    snprintf(path[0], TINY_PATH_MAX, "%s/olmoe.hzq", d);
+    snprintf(path[1], TINY_PATH_MAX, "%s/qwen.hzq", d);
+    st = tiny_model_write(path[0], HZ_ARCH_OLMOE, 1);
+    if (!st) st = tiny_model_write(path[1], HZ_ARCH_QWEN2MOE, 2);
+    if (st) {
+        tiny_rmdir(d);
+        free(d);
+        return st;
+    }
+    *dir = d;
+    return HZ_OK;
+}

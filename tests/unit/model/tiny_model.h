@@ -16,4 +16,11 @@ int tiny_tmpdir(char **out);
 /* Removes a directory and the files directly in it. */
 void tiny_rmdir(const char *dir);
 
+/* The pair of tiny models the GPU model tests run: a fresh temporary directory in *dir holding
+ * path[0] = OLMoE (seed 1) and path[1] = Qwen2-MoE (seed 2). On failure nothing is left behind, *dir
+ * is NULL and the status is returned (the message says which step failed). The caller removes the
+ * directory with tiny_rmdir and frees *dir. */
+#define TINY_PATH_MAX 4096
+int tiny_model_pair(char **dir, char path[2][TINY_PATH_MAX]);
+
 #endif
