@@ -397,6 +397,22 @@ static int enqueue_prediction(hz_session *s, uint32_t l) {
     return HZ_OK;
 }
 
+/* Whether a layer's router tail (softmax + top-k + the device row table) runs as its own one-block
+ * kernel after the router GEMV (hz_decode_route) instead of inside it. Inside, the GEMV must learn
+ * which warp wrote the last router row: a fence and a gpu-scope atomic per row, another fence before
+ * the logits are read, and the tail holds the grid open; as its own kernel, the GEMV's completion
+ * orders the logits for it. Chosen when the GEMV holds only the router rows (OLMoE-1B-7B shape, step
+ * at positions 32-96, H200, 2026-11-29: 0.746 / 0.747 -> 0.691 / 0.694 ms, tokens identical); with
+ * Qwen's shared-expert rows in the same GEMV the tail runs while they stream, and its own kernel was
+ * slower (1.491 / 1.483 -> 1.529 / 1.521 ms). HZ_GPU_ROUTE_KERNEL = 0 (never) or all (whatever the
+ * rows) for the comparisons (doc/benchmarks.md, eighth round). */
+static int route_own_kernel(int shared_rows) {
+    const char *env = getenv("HZ_GPU_ROUTE_KERNEL");
+    if (env && strcmp(env, "0") == 0) return 0;
+    if (env && strcmp(env, "all") == 0) return 1;
+    return !shared_rows;
+}
+
 /* Enqueues the copy of the first n predicted ids into `ids` (host stack memory, so the copy completes
  * before the call returns on cuda; counted under purpose routing). */
 static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n) {
@@ -417,7 +433,8 @@ static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n) {
  *   attention     q/k norm, RoPE, KV store, split softmax over positions 0..pos
  *   o GEMV
  *   router GEMV   x = ffn_norm(h + o) (also stored in xn for the experts), zeroes acc; Qwen adds the
- *                 shared expert's gate/up/gate-logit rows; tail: softmax + top-k (+ device row table)
+ *                 shared expert's gate/up/gate-logit rows; tail: softmax + top-k (+ device row table),
+ *                 inside the GEMV or as its own kernel (route_own_kernel)
  *   experts       full: one executor call on the device table; partial: routed_partial
  *   (Qwen) shared down GEMV, x = fp16(silu(g) * u): on the side stream (g->side), beside the routed
  *                 experts, joined back before the next layer (see there)
@@ -471,7 +488,15 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
                             .table = gm->full ? gm->table + (size_t)l * E : NULL, .rows_out = g->rows_dev,
                             .tail_scratch = g->tail};
         r++;
+        const int own_route = route_own_kernel(ra.nseg > 1);
+        if (own_route) ra.tail = HZ_DGEMV_TAIL_NONE;
         CALL(hz_decode_gemv(&ra, &gm->dev, &kl));
+        if (own_route) {
+            const hz_droute_args rt = {.logits = g->rlog, .experts = E, .top_k = K, .norm_topk = c->norm_topk_prob,
+                                       .ids_out = g->route, .w_out = g->route_w,
+                                       .table = gm->full ? gm->table + (size_t)l * E : NULL, .rows_out = g->rows_dev};
+            CALL(hz_decode_route(&rt, &kl));
+        }
         /* Qwen's shared down projection needs only the rows above: with a side stream it runs beside
          * the routed experts, queued after them so that their kernel is offered the device first
          * (Qwen1.5-MoE-A2.7B shape, step at positions 32..96, H200, 2026-11-29, one run: 1.596 ms

@@ -19,8 +19,9 @@
  *   - no expert bytes ever travel device -> host; ROUTING D2H copies happen at partial residency only.
  * The decode step itself (lib/model/forward_cuda.c, cuda/model/decode_ops.cu), on the grouped executor
  * at full residency:
- *   - the CUDA graph, eager launches with programmatic dependent launch, and plain eager launches give
- *     bit-identical logits for the whole sequence (same kernels, same grids), and the graph really ran
+ *   - the CUDA graph, eager launches with programmatic dependent launch, plain eager launches, and the
+ *     graph with the router tail in its own kernel instead of inside the router GEMV or the reverse
+ *     (HZ_GPU_ROUTE_KERNEL) give bit-identical logits for the whole sequence, and the graph really ran
  *     (the session stats say "graph" with graph steps > 0; a capture failure is a test failure and
  *     prints why);
  *   - greedy steps bring 4 bytes (the argmax) back per step, not the logits; hz_session_logits and a
@@ -195,26 +196,34 @@ static uint64_t decode_path(hz_session *s, char *out, size_t n) {
     return steps;
 }
 
-/* Graph, eager + PDL and plain eager on the same model: bit-identical logits; greedy steps copy 4 bytes
- * back, not the logits; a sampling session fetches them. */
+/* Graph, eager + PDL, plain eager, and the graph with the router tail placed the other way (its own
+ * kernel or inside the router GEMV: HZ_GPU_ROUTE_KERNEL, read when a step is enqueued) on the same model:
+ * bit-identical logits; greedy steps copy 4 bytes back, not the logits; a sampling session fetches
+ * them. */
+#define N_MODES 4
 static void check_decode_modes(const char *path, const char *arch) {
     static const struct {
         const char *name;
-        int graph, pdl;
-    } modes[3] = {{"graph+pdl", 1, 1}, {"eager+pdl", 0, 1}, {"eager", 0, 0}};
+        int graph, pdl, other_route;
+    } modes[N_MODES] = {{"graph+pdl", 1, 1, 0}, {"eager+pdl", 0, 1, 0}, {"eager", 0, 0, 0},
+                        {"graph+pdl, other router tail", 1, 1, 1}};
+    /* the default places OLMoE's tail in its own kernel and Qwen's inside the GEMV (forward_cuda.c) */
+    const char *other_route = strcmp(arch, "olmoe") == 0 ? "0" : "all";
     stack g;
     if (stack_open(&g, path, "cuda:0", 0, "grouped")) return;
     const uint32_t V = g.vocab;
-    float *lg[3] = {NULL, NULL, NULL};
+    float *lg[N_MODES] = {NULL};
     int ok = 1;
-    for (int md = 0; md < 3 && ok; md++) {
+    for (int md = 0; md < N_MODES && ok; md++) {
         lg[md] = malloc((size_t)(N_STEPS + 1) * V * sizeof(float));
+        if (modes[md].other_route) setenv("HZ_GPU_ROUTE_KERNEL", other_route, 1);
         hz_session *s = NULL;
         int st = hz_session_create(g.m, NULL, &s);
         if (!st) st = hz_gpu_session_set_decode(s, modes[md].graph, modes[md].pdl, 0);
         if (st || !lg[md]) {
             FAILF("%s %s: session: %s", arch, modes[md].name, hz_last_error_message());
             hz_session_destroy(s);
+            unsetenv("HZ_GPU_ROUTE_KERNEL");
             ok = 0;
             break;
         }
@@ -245,8 +254,9 @@ static void check_decode_modes(const char *path, const char *arch) {
         }
         g.s = keep;
         hz_session_destroy(s);
+        unsetenv("HZ_GPU_ROUTE_KERNEL");
     }
-    for (int md = 1; md < 3 && ok; md++) {
+    for (int md = 1; md < N_MODES && ok; md++) {
         if (memcmp(lg[0], lg[md], (size_t)(N_STEPS + 1) * V * sizeof(float)) != 0)
             FAILF("%s: %s and %s logits differ (max rel %.3e)", arch, modes[0].name, modes[md].name,
                   max_rel(lg[md], lg[0], (N_STEPS + 1) * V));
@@ -284,7 +294,7 @@ static void check_decode_modes(const char *path, const char *arch) {
         hz_session_destroy(gs);
         hz_session_destroy(ss);
     }
-    for (int md = 0; md < 3; md++) free(lg[md]);
+    for (int md = 0; md < N_MODES; md++) free(lg[md]);
     stack_close(&g);
 }
 
