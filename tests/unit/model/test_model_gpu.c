@@ -42,6 +42,8 @@
 #include "gpu_stack.h"
 #include "tiny_model.h"
 
+#include "../../../cuda/model/decode_ops.cuh"
+
 #define GPU_REL_BOUND 5e-3
 #define N_PROMPT 8
 #define N_STEPS 24
@@ -357,6 +359,30 @@ static void check_long_context(const char *path, const char *arch, uint32_t spli
     stack_close(&ref);
 }
 
+/* hz_decode_route refuses bad arguments with HZ_EINVAL and a message naming the router, before it
+ * touches the device. */
+static void check_route_args(void) {
+    uint16_t logits[8] = {0};
+    uint32_t ids[2];
+    float w[2];
+    const hz_klaunch k = {NULL, 0};
+    static const struct {
+        const char *what;
+        uint32_t experts, top_k;
+        int null_logits;
+    } bad[4] = {{"no logits", 8, 2, 1}, {"0 experts", 0, 2, 0}, {"top-k above the experts", 8, 9, 0},
+                {"top-k 0", 8, 0, 0}};
+    for (int i = 0; i < 4; i++) {
+        const hz_droute_args a = {.logits = bad[i].null_logits ? NULL : logits, .experts = bad[i].experts,
+                                  .top_k = bad[i].top_k, .ids_out = ids, .w_out = w};
+        int st = hz_decode_route(&a, &k);
+        if (st != HZ_EINVAL || !strstr(hz_last_error_message(), "decode route"))
+            FAILF("hz_decode_route with %s: %s (%s), expected HZ_EINVAL naming the router", bad[i].what,
+                  hz_status_name(st), hz_last_error_message());
+    }
+    printf("decode route: bad arguments refused with HZ_EINVAL\n");
+}
+
 int main(void) {
     char *dir = NULL;
     char path[2][TINY_PATH_MAX];
@@ -365,6 +391,7 @@ int main(void) {
         return 1;
     }
     printf("model_gpu: bound max|gpu - cpu| / max|cpu| <= %.1e per step, greedy tokens identical\n", GPU_REL_BOUND);
+    check_route_args();
     run_arch(path[0], "olmoe");
     run_arch(path[1], "qwen2moe");
     check_decode_modes(path[0], "olmoe");
