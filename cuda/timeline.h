@@ -2,8 +2,8 @@
  * (HZ_TIMELINE). Each instrumented kernel's blocks append one record to a per-translation-unit device
  * buffer while it is armed: the %globaltimer (ns) at block entry, when the programmatic-dependent-launch
  * wait returned, and when the block's last warp left. A record names its launch by `tag` (the first
- * weight matrix of a GEMV, the K cache of an attention; 0 for the expert kernel, whose launches are
- * told apart by time). Reading the buffers back is synchronous; nothing here is thread-safe, and it is
+ * weight matrix of a GEMV, the K cache of an attention, the logits of a route kernel; 0 for the expert
+ * kernel, whose launches are told apart by time). Reading the buffers back is synchronous; nothing here is thread-safe, and it is
  * meant for one benchmark process at a time (tests/unit/model/bench_model_ops.c --step). */
 #ifndef HZ_CUDA_TIMELINE_H
 #define HZ_CUDA_TIMELINE_H
@@ -20,11 +20,11 @@ typedef struct hz_tl_rec {
     uint64_t t_mark[3];               /* kernel-specific points (HZ_TL_MARK); 0 where not reached */
     uint32_t kind;                    /* hz_tl_kind */
     uint32_t block;                   /* linear block index */
-    uint32_t info;                    /* GEMV: rows; attention: splits; experts: grid size */
+    uint32_t info;                    /* GEMV: rows; attention: splits; experts: grid size; route: experts */
     uint32_t info2;                   /* GEMV: inputs per row; else 0 */
 } hz_tl_rec;
 
-typedef enum hz_tl_kind { HZ_TL_GEMV = 1, HZ_TL_ATTN = 2, HZ_TL_EXPERTS = 3 } hz_tl_kind;
+typedef enum hz_tl_kind { HZ_TL_GEMV = 1, HZ_TL_ATTN = 2, HZ_TL_EXPERTS = 3, HZ_TL_ROUTE = 4 } hz_tl_kind;
 
 #ifdef HZ_TIMELINE
 /* arm(1) empties a buffer and starts recording, arm(0) stops; take copies up to max records out and

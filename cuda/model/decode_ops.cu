@@ -336,9 +336,11 @@ __global__ void __launch_bounds__(kDrouteThreads) droute_kernel(const __grid_con
     __shared__ const void *tab[kRouteMaxExperts];
     __shared__ float red[kWarp + 1];
     __shared__ float inv_sum;
+    HZ_TL_SCOPE(HZ_TL_ROUTE, a.logits, a.experts, 0);
     if (a.table)
         for (uint32_t e = threadIdx.x; e < a.experts; e += blockDim.x) tab[e] = a.table[e];
     griddep_wait();
+    HZ_TL_WAITED();
     griddep_launch();
     /* route_block's barriers order the table's stores before route_write's loads */
     route_block(a.logits, a.experts, a.top_k, a.norm_topk, a.ids_out, a.w_out, a.table ? tab : nullptr, a.rows_out,

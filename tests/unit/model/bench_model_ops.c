@@ -801,9 +801,9 @@ static double time_steps(hz_session *s, uint32_t from, uint32_t n, int32_t *tok,
 #ifdef HZ_TIMELINE
 /* ---- kernel timeline of whole steps (built with -Dtimeline=true) ---------------------------------------- */
 
-enum { TL_QKV, TL_ATTN, TL_O, TL_ROUTER, TL_EXPERTS, TL_SHDOWN, TL_LMHEAD, TL_ROLES };
-static const char *const tl_names[TL_ROLES] = {"qkv GEMV", "attention", "o GEMV", "router GEMV", "experts",
-                                               "shared down", "lm_head"};
+enum { TL_QKV, TL_ATTN, TL_O, TL_ROUTER, TL_ROUTE, TL_EXPERTS, TL_SHDOWN, TL_LMHEAD, TL_ROLES };
+static const char *const tl_names[TL_ROLES] = {"qkv GEMV", "attention", "o GEMV", "router GEMV", "route",
+                                               "experts", "shared down", "lm_head"};
 
 typedef struct {
     uint32_t kind, info, info2, blocks, role;
@@ -827,6 +827,7 @@ static int tl_cmp_launch(const void *x, const void *y) {
 static uint32_t tl_role(const tl_launch *l, const hz_model_config *c) {
     if (l->kind == HZ_TL_ATTN) return TL_ATTN;
     if (l->kind == HZ_TL_EXPERTS) return TL_EXPERTS;
+    if (l->kind == HZ_TL_ROUTE) return TL_ROUTE; /* the router tail as its own kernel (OLMoE) */
     if (l->info == c->vocab) return TL_LMHEAD;
     if (c->shared_inter && l->info2 == c->shared_inter) return TL_SHDOWN;
     if (l->info == (c->heads + 2u * c->kv_heads) * c->head_dim) return TL_QKV;
@@ -908,7 +909,11 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
             case TL_ATTN: dep = last_end[TL_QKV]; break;
             case TL_O: dep = last_end[TL_ATTN]; break;
             case TL_ROUTER: dep = last_end[TL_O]; break;
-            case TL_EXPERTS: case TL_SHDOWN: dep = last_end[TL_ROUTER]; break;
+            case TL_ROUTE: dep = last_end[TL_ROUTER]; break;
+            case TL_EXPERTS: /* after the route kernel where the layer has one (it ends after its router) */
+                dep = last_end[TL_ROUTE] > last_end[TL_ROUTER] ? last_end[TL_ROUTE] : last_end[TL_ROUTER];
+                break;
+            case TL_SHDOWN: dep = last_end[TL_ROUTER]; break;
             default: break; /* TL_QKV, TL_LMHEAD */
             }
             if (l->role == TL_QKV) layer++;
