@@ -1,4 +1,5 @@
-/* Host and device helpers shared by the decode-step translation units (decode_ops.cu, decode_attn.cu):
+/* Host and device helpers shared by the decode-step translation units (decode_ops.cu, decode_attn.cu,
+ * model_ops.cu for the router tail's own kernel):
  * the CUDA-error-to-status conversion and the launcher with optional programmatic dependent launch.
  * Internal to each translation unit (anonymous namespace). */
 #ifndef HZ_CUDA_MODEL_DECODE_LAUNCH_CUH
@@ -23,9 +24,9 @@ inline int cuda_fail(cudaError_t e, const char *what) {
 
 /* Launches `kern` with or without programmatic dependent launch (the stream's previous kernel may
  * then still be running while this one issues the loads that do not depend on it). */
-template <typename P>
-cudaError_t launch(void (*kern)(P), unsigned grid_x, unsigned grid_y, unsigned threads, size_t smem,
-                   const hz_klaunch *k, const P &params) {
+template <typename... P, typename... A>
+cudaError_t launch(void (*kern)(P...), unsigned grid_x, unsigned grid_y, unsigned threads, size_t smem,
+                   const hz_klaunch *k, A &&...params) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(grid_x, grid_y);
     cfg.blockDim = dim3(threads);
@@ -36,7 +37,7 @@ cudaError_t launch(void (*kern)(P), unsigned grid_x, unsigned grid_y, unsigned t
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = k->pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, kern, params);
+    return cudaLaunchKernelEx(&cfg, kern, static_cast<A &&>(params)...);
 }
 
 inline bool aligned16(const void *p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }

@@ -328,25 +328,6 @@ __global__ void __launch_bounds__(kGemvThreads, MINB) dgemv_kernel(const __grid_
     if (threadIdx.x == 0) *p.counter = 0; /* ready for the next launch */
 }
 
-/* The router tail as its own kernel (hz_decode_route): the table is copied into shared memory before
- * the wait, the rest is route_block. */
-constexpr uint32_t kDrouteThreads = 128;
-__global__ void __launch_bounds__(kDrouteThreads) droute_kernel(const __grid_constant__ hz_droute_args a) {
-    __shared__ float pr[kRouteMaxExperts];
-    __shared__ const void *tab[kRouteMaxExperts];
-    __shared__ float red[kWarp + 1];
-    __shared__ float inv_sum;
-    HZ_TL_SCOPE(HZ_TL_ROUTE, a.logits, a.experts, 0);
-    if (a.table)
-        for (uint32_t e = threadIdx.x; e < a.experts; e += blockDim.x) tab[e] = a.table[e];
-    griddep_wait();
-    HZ_TL_WAITED();
-    griddep_launch();
-    /* route_block's barriers order the table's stores before route_write's loads */
-    route_block(a.logits, a.experts, a.top_k, a.norm_topk, a.ids_out, a.w_out, a.table ? tab : nullptr, a.rows_out,
-                pr, red, &inv_sum);
-}
-
 } // namespace
 
 HZ_TL_HOST(gemv)
@@ -494,17 +475,6 @@ extern "C" int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, 
                         : (route ? launch(dgemv_kernel<false, true>, (unsigned)blocks, 1, kGemvThreads, smem, k, p)
                                  : launch(dgemv_kernel<false, false>, (unsigned)blocks, 1, kGemvThreads, smem, k, p));
     return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the decode GEMV");
-}
-
-extern "C" int hz_decode_route(const hz_droute_args *a, const hz_klaunch *k) {
-    if (!a || !k || !a->logits || !a->ids_out || !a->w_out || (a->table && !a->rows_out))
-        return hz_error(HZ_EINVAL, "decode route: NULL argument");
-    if (a->experts == 0 || a->experts > kRouteMaxExperts || a->top_k == 0 || a->top_k > a->experts ||
-        a->top_k > kRouteMaxK)
-        return hz_error(HZ_EINVAL, "decode route: %u experts, top-%u (at most %u and %u)", a->experts, a->top_k,
-                        kRouteMaxExperts, kRouteMaxK);
-    cudaError_t e = launch(droute_kernel, 1, 1, kDrouteThreads, 0, k, *a);
-    return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the decode router");
 }
 
 /* ---- side stream ------------------------------------------------------------------------------------ */

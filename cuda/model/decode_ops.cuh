@@ -138,23 +138,6 @@ uint64_t hz_decode_tail_bytes(const hz_decode_dev *dev);
 /* dev NULL: one block per 8 rows (no tails allowed). */
 int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, const hz_klaunch *k);
 
-/* ---- router tail as its own one-block kernel ---------------------------------------------------------
- * Softmax + top-k over E FP16 logits written by the previous kernel of the stream (the router GEMV
- * without its tail), as route_block: ids_out[k], w_out[k] sorted by id and, with a table (never
- * written during a step: read before the dependency wait), rows_out[k] = table[id]. E <= 1024,
- * K <= 64. */
-typedef struct hz_droute_args {
-    const uint16_t *logits;
-    uint32_t experts, top_k;
-    int norm_topk;
-    uint32_t *ids_out;
-    float *w_out;
-    const void *const *table;
-    const void **rows_out;
-} hz_droute_args;
-
-int hz_decode_route(const hz_droute_args *a, const hz_klaunch *k);
-
 /* ---- attention of one decode token, q/k norm, RoPE and the KV store included ------------------------------
  * For the position pos = step->pos: q, k from the FP16 projections (optionally RMSNorm'ed over their
  * full widths with q_norm / k_norm, two roundings), RoPE with the cos/sin row rope + pos * D (rotate

@@ -2,8 +2,10 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "decode_launch.cuh"
 #include "model_ops.cuh"
 #include "ops_common.cuh"
+#include "timeline.cuh"
 
 extern "C" {
 #include "core/core.h"
@@ -13,7 +15,7 @@ namespace {
 
 constexpr int kGemvWarps = 8; /* rows per GEMV block: one warp per row */
 constexpr int kAttnThreads = 256;
-constexpr int kRouteThreads = 256;
+constexpr int kRouteThreads = 128; /* the decode step's router tail at 64 experts: measured at 128 (doc/benchmarks.md, eighth round) */
 constexpr int kArgmaxThreads = 1024;
 
 /* A launch that failed to start (bad configuration, lost context) reports here, as HZ_EDEVICE naming
@@ -139,14 +141,24 @@ __global__ void __launch_bounds__(kAttnThreads)
 
 /* ---- router -------------------------------------------------------------------------------------- */
 
-/* One block: route_block (ops_common.cuh); the decode router GEMV's route_warp selects identically. */
+/* One block: route_block (ops_common.cuh); the decode router GEMV's route_warp selects identically.
+ * The row table never changes while a step runs, so it is copied into shared memory before the
+ * dependency wait (launched with programmatic dependent launch, the kernel is placed while the router
+ * GEMV still runs); route_block's barriers order those stores before route_write reads them. */
 __global__ void __launch_bounds__(kRouteThreads)
     route_kernel(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out, float *w_out,
                  const void *const *table, const void **rows_out) {
     __shared__ float p[kRouteMaxExperts];
+    __shared__ const void *tab[kRouteMaxExperts];
     __shared__ float red[kWarp + 1];
     __shared__ float inv_sum;
-    route_block(logits, E, K, norm_topk, ids_out, w_out, table, rows_out, p, red, &inv_sum);
+    HZ_TL_SCOPE(HZ_TL_ROUTE, logits, E, 0);
+    if (table)
+        for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) tab[e] = table[e];
+    griddep_wait();
+    HZ_TL_WAITED();
+    griddep_launch();
+    route_block(logits, E, K, norm_topk, ids_out, w_out, table ? tab : nullptr, rows_out, p, red, &inv_sum);
 }
 
 /* ---- SiLU-and-multiply, argmax ----------------------------------------------------------------- */
@@ -174,6 +186,8 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float *x, 
 }
 
 } // namespace
+
+HZ_TL_HOST(model)
 
 /* ---- launch functions --------------------------------------------------------------------------- */
 
@@ -222,15 +236,16 @@ extern "C" int hz_model_attention(const uint16_t *q, const uint16_t *kc, const u
 }
 
 extern "C" int hz_model_route(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
-                              float *w_out, const void *const *table, const void **rows_out, void *stream) {
+                              float *w_out, const void *const *table, const void **rows_out, int pdl, void *stream) {
     if (!logits || !ids_out || !w_out || (table && !rows_out) || E == 0 || K == 0 || K > E)
         return hz_error(HZ_EINVAL, "model route: bad arguments (E %u, K %u)", E, K);
     if (E > kRouteMaxExperts || K > kRouteMaxK)
         return hz_error(HZ_EUNSUPPORTED, "model route: %u experts top-%u (at most %u, top-%u)", E, K,
                         kRouteMaxExperts, kRouteMaxK);
-    route_kernel<<<1, kRouteThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, E, K, norm_topk, ids_out, w_out,
-                                                                               table, rows_out);
-    return launched("route");
+    const hz_klaunch k = {stream, pdl};
+    cudaError_t e = launch(route_kernel, 1, 1, kRouteThreads, 0, &k, logits, E, K, norm_topk, ids_out, w_out, table,
+                           rows_out);
+    return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the router");
 }
 
 extern "C" int hz_model_silu_mul(const float *g, const float *u, uint16_t *a, uint32_t n, void *stream) {

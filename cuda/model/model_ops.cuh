@@ -50,9 +50,11 @@ int hz_model_attention(const uint16_t *q, const uint16_t *kc, const uint16_t *vc
 
 /* ---- router: softmax over E FP16 logits in FP32, top-k (ties to the lower id), optional
  * renormalisation. Writes the k ids ascending with their FP32 weights (ids_out[k], w_out[k]) and, when
- * `table` (device [E] blob addresses) is given, rows_out[k] = table[ids_out[k]]. E <= 1024, k <= 64. */
+ * `table` (device [E] blob addresses) is given, rows_out[k] = table[ids_out[k]]. E <= 1024, k <= 64.
+ * pdl: launched with programmatic dependent launch after the kernel that writes the logits (the decode
+ * step's router GEMV without its tail); the table must then not change while that kernel runs. */
 int hz_model_route(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out, float *w_out,
-                   const void *const *table, const void **rows_out, void *stream);
+                   const void *const *table, const void **rows_out, int pdl, void *stream);
 
 /* ---- a = fp16(silu(g) * u), silu(g) = g / (1 + expf(-g)), FP32 g and u ------------------------- */
 int hz_model_silu_mul(const float *g, const float *u, uint16_t *a, uint32_t n, void *stream);

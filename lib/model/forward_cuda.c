@@ -392,13 +392,13 @@ static int enqueue_prediction(hz_session *s, uint32_t l) {
     uint32_t *ids = (uint32_t *)(void *)g->rows_dev;
     if (!st)
         st = hz_model_route(g->rlog, c->experts, c->top_k, c->norm_topk_prob, ids, (float *)(void *)(ids + c->top_k),
-                            NULL, NULL, q);
+                            NULL, NULL, 0, q);
     if (st) return hz_error_prefix(st, "layer %u: predicting layer %u's experts", l, l + 1);
     return HZ_OK;
 }
 
 /* Whether a layer's router tail (softmax + top-k + the device row table) runs as its own one-block
- * kernel after the router GEMV (hz_decode_route) instead of inside it. Inside, the GEMV must learn
+ * kernel after the router GEMV (hz_model_route) instead of inside it. Inside, the GEMV must learn
  * which warp wrote the last router row: a fence and a gpu-scope atomic per row, another fence before
  * the logits are read, and the tail holds the grid open; as its own kernel, the GEMV's completion
  * orders the logits for it. Chosen when the GEMV holds only the router rows (OLMoE-1B-7B shape, step
@@ -492,10 +492,8 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
         if (own_route) ra.tail = HZ_DGEMV_TAIL_NONE;
         CALL(hz_decode_gemv(&ra, &gm->dev, &kl));
         if (own_route) {
-            const hz_droute_args rt = {.logits = g->rlog, .experts = E, .top_k = K, .norm_topk = c->norm_topk_prob,
-                                       .ids_out = g->route, .w_out = g->route_w,
-                                       .table = gm->full ? gm->table + (size_t)l * E : NULL, .rows_out = g->rows_dev};
-            CALL(hz_decode_route(&rt, &kl));
+            CALL(hz_model_route(g->rlog, E, ra.top_k, ra.norm_topk, ra.ids_out, ra.w_out, ra.table, ra.rows_out, kl.pdl,
+                                stream)); /* the tail ra describes, in its own kernel */
         }
         /* Qwen's shared down projection needs only the rows above: with a side stream it runs beside
          * the routed experts, queued after them so that their kernel is offered the device first

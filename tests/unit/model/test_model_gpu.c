@@ -42,7 +42,7 @@
 #include "gpu_stack.h"
 #include "tiny_model.h"
 
-#include "../../../cuda/model/decode_ops.cuh"
+#include "../../../cuda/model/model_ops.cuh"
 
 #define GPU_REL_BOUND 5e-3
 #define N_PROMPT 8
@@ -359,28 +359,29 @@ static void check_long_context(const char *path, const char *arch, uint32_t spli
     stack_close(&ref);
 }
 
-/* hz_decode_route refuses bad arguments with HZ_EINVAL and a message naming the router, before it
- * touches the device. */
+/* hz_model_route (the decode step's router tail in its own kernel) refuses bad arguments with
+ * HZ_EINVAL and a message naming the router, before it touches the device. */
 static void check_route_args(void) {
     uint16_t logits[8] = {0};
     uint32_t ids[2];
     float w[2];
-    const hz_klaunch k = {NULL, 0};
     static const struct {
         const char *what;
         uint32_t experts, top_k;
         int null_logits;
     } bad[4] = {{"no logits", 8, 2, 1}, {"0 experts", 0, 2, 0}, {"top-k above the experts", 8, 9, 0},
                 {"top-k 0", 8, 0, 0}};
+    int bad_ok = 1;
     for (int i = 0; i < 4; i++) {
-        const hz_droute_args a = {.logits = bad[i].null_logits ? NULL : logits, .experts = bad[i].experts,
-                                  .top_k = bad[i].top_k, .ids_out = ids, .w_out = w};
-        int st = hz_decode_route(&a, &k);
-        if (st != HZ_EINVAL || !strstr(hz_last_error_message(), "decode route"))
-            FAILF("hz_decode_route with %s: %s (%s), expected HZ_EINVAL naming the router", bad[i].what,
+        int st = hz_model_route(bad[i].null_logits ? NULL : logits, bad[i].experts, bad[i].top_k, 0, ids, w, NULL,
+                                NULL, 1, NULL);
+        if (st != HZ_EINVAL || !strstr(hz_last_error_message(), "model route")) {
+            FAILF("hz_model_route with %s: %s (%s), expected HZ_EINVAL naming the router", bad[i].what,
                   hz_status_name(st), hz_last_error_message());
+            bad_ok = 0;
+        }
     }
-    printf("decode route: bad arguments refused with HZ_EINVAL\n");
+    if (bad_ok) printf("model route: bad arguments refused with HZ_EINVAL\n");
 }
 
 int main(void) {
