@@ -24,10 +24,15 @@
  *     non-routed kernels of one step at those shapes (each in a graph, times the layer count) to
  *     split the step into non-routed kernels and the rest (routed experts, launch gaps, host).
  *     Each mode prints a hash of the greedy tokens it produced (FNV-1a): equal hashes, equal tokens.
- *     HZ_BENCH_GRAPH_ONLY=1 times the graph mode only and skips the breakdown.
+ *     HZ_BENCH_GRAPH_ONLY=1 times the graph mode only and skips the breakdown. HZ_BENCH_SWEEP=
+ *     NAME=v1,v2,... instead times the graph mode once per value, with the environment variable NAME
+ *     set to it before the session (and its graph) is made: run-time knobs compared in one process
+ *     on one model.
  *     Built with -Dtimeline=true (cuda/timeline.h), the graph mode also runs 20 steps after positions
  *     32..96 with the kernel timeline armed and prints, per kernel role, when launches were placed,
- *     became ready and ended against what they depend on (doc/benchmarks.md, sixth round).
+ *     became ready and ended against what they depend on (doc/benchmarks.md, sixth round), and for
+ *     the GEMVs the same per block, split into blocks placed before their dependency ended and after
+ *     (ninth round).
  * Exit status 0 when every check passed. */
 #include <math.h>
 #include <stdio.h>
@@ -810,6 +815,7 @@ typedef struct {
     uint64_t tag, t0, w0, t1; /* first entry, first wait return, last exit */
     uint64_t m[3];            /* per mark, the latest block's: 0 prologue done, 1 and 2 the router
                                * tail's start and end (cuda/model/decode_ops.cu) */
+    uint32_t first;           /* its records: r[first .. first + blocks) after tl_group */
 } tl_launch;
 
 static int tl_cmp_rec(const void *x, const void *y) {
@@ -847,7 +853,7 @@ static uint32_t tl_group(hz_tl_rec *r, uint32_t n, tl_launch *out, uint32_t max,
             if (m == max) break;
             cur = &out[m++];
             *cur = (tl_launch){.kind = r[i].kind, .info = r[i].info, .info2 = r[i].info2, .tag = r[i].tag,
-                               .t0 = r[i].t_entry, .w0 = UINT64_MAX, .t1 = 0};
+                               .t0 = r[i].t_entry, .w0 = UINT64_MAX, .t1 = 0, .first = i};
         }
         cur->blocks++;
         if (r[i].t_wait && r[i].t_wait < cur->w0) cur->w0 = r[i].t_wait;
@@ -872,6 +878,7 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
     hz_tl_rec *rec = malloc(sizeof *rec * MAXR);
     tl_launch *ln = malloc(sizeof *ln * MAXL);
     double sum[TL_ROLES][7] = {{0}}, span = 0;
+    double blk[TL_ROLES][2][7] = {{{0}}}; /* per role, before / after: count and sums (see below) */
     uint32_t cnt[TL_ROLES] = {0}, nsteps = 0;
     uint64_t tick = 0; /* the smallest step seen between two blocks' entries: the timer's resolution at best */
     int printed = 0;
@@ -935,6 +942,21 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
                 for (int q = 0; q < 3; q++)
                     sum[l->role][4 + q] += l->m[q] ? ((double)l->m[q] - (double)l->w0) * 1e-3 : 0.0;
                 cnt[l->role]++;
+                /* GEMV blocks that entered before the dependency ended (placed early) and after it:
+                 * entry, wait, prologue end, exit against dep; prologue and rows as durations */
+                for (uint32_t b = 0; l->kind == HZ_TL_GEMV && b < l->blocks; b++) {
+                    const hz_tl_rec *q = &rec[l->first + b];
+                    const int late = q->t_entry >= dep;
+                    const double w = (double)(q->t_wait ? q->t_wait : q->t_entry), m0 = (double)q->t_mark[0];
+                    double *v = blk[l->role][late];
+                    v[0] += 1;
+                    v[1] += ((double)q->t_entry - (double)dep) * 1e-3;
+                    v[2] += (w - (double)dep) * 1e-3;
+                    v[3] += q->t_mark[0] ? (m0 - (double)dep) * 1e-3 : 0.0;
+                    v[4] += ((double)q->t_exit - (double)dep) * 1e-3;
+                    v[5] += q->t_mark[0] ? (m0 - (w > (double)dep ? w : (double)dep)) * 1e-3 : 0.0;
+                    v[6] += q->t_mark[0] ? ((double)q->t_exit - m0) * 1e-3 : 0.0;
+                }
             }
             last_end[l->role] = l->t1;
         }
@@ -955,6 +977,16 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
     }
     printf("    main-stream chain per layer (sum of end-dep): %.2f us; step span %.1f us\n", chain,
            nsteps ? span / nsteps : 0.0);
+    printf("  GEMV blocks placed before / after their dependency ended, means per block against it (us):\n");
+    printf("    %-12s %-6s %8s %9s %9s %9s %9s %9s %9s\n", "role", "blocks", "per", "entry", "ready", "prologue@",
+           "exit", "prologue", "rows");
+    for (int r = 0; r < TL_ROLES; r++)
+        for (int g = 0; g < 2; g++) {
+            const double *v = blk[r][g];
+            if (v[0] == 0) continue;
+            printf("    %-12s %-6s %8.1f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", tl_names[r], g ? "after" : "before",
+                   v[0] / cnt[r], v[1] / v[0], v[2] / v[0], v[3] / v[0], v[4] / v[0], v[5] / v[0], v[6] / v[0]);
+        }
 out:
     free(rec);
     free(ln);
@@ -1004,14 +1036,31 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
     /* HZ_BENCH_GRAPH_ONLY=1: the graph + pdl mode only, no kernel breakdown (quick comparisons of
      * builds or of HZ_W4A16_PATH). */
     const char *only = getenv("HZ_BENCH_GRAPH_ONLY");
-    const int nmodes = only && strcmp(only, "1") == 0 ? 1 : 3;
+    int nmodes = only && strcmp(only, "1") == 0 ? 1 : 3;
+    /* HZ_BENCH_SWEEP=NAME=v1,v2,...: the graph + pdl mode once per value, NAME set to it before the
+     * session (and its graph) is made: same-process comparisons of a run-time knob. */
+    char sweep[256] = "", *sweep_vals[16];
+    int nsweep = 0;
+    const char *sw = getenv("HZ_BENCH_SWEEP");
+    if (sw && strchr(sw, '=') && strlen(sw) < sizeof sweep) {
+        snprintf(sweep, sizeof sweep, "%s", sw);
+        char *eq = strchr(sweep, '=');
+        *eq = '\0';
+        for (char *v = strtok(eq + 1, ","); v && nsweep < 16; v = strtok(NULL, ",")) sweep_vals[nsweep++] = v;
+        if (nsweep) nmodes = nsweep;
+    }
     for (int md = 0; md < nmodes && !bad; md++) {
+        if (nsweep) {
+            setenv(sweep, sweep_vals[md], 1);
+            printf("  %s=%s\n", sweep, sweep_vals[md]);
+        }
         hz_session *s = NULL;
         hz_session_options so;
         hz_session_options_init(&so);
         so.max_context = 2048;
         st = hz_session_create(m, &so, &s);
-        if (!st) st = hz_gpu_session_set_decode(s, modes[md].graph, modes[md].pdl, 0);
+        const int mi = nsweep ? 0 : md;
+        if (!st) st = hz_gpu_session_set_decode(s, modes[mi].graph, modes[mi].pdl, 0);
         if (st) {
             printf("FAIL: session: %s\n", hz_last_error_message());
             bad = 1;
@@ -1045,7 +1094,7 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
         if (a < 0 || mid < 0 || b2 < 0) bad = 1;
         printf("  %-12s (%s): pos 32..%u %.3f ms/step = %7.1f tok/s | pos ~200 %.3f ms/step = %7.1f tok/s | "
                "pos ~1024 %.3f ms/step = %7.1f tok/s | tokens %016llx\n",
-               modes[md].name, path_s, 32 + nsteps, a, 1e3 / a, mid, 1e3 / mid, b2, 1e3 / b2,
+               modes[mi].name, path_s, 32 + nsteps, a, 1e3 / a, mid, 1e3 / mid, b2, 1e3 / b2,
                (unsigned long long)trace);
         if (js && md == 0 && strstr(js, "\"graph_fallback\":\"")) printf("  %s\n", strstr(js, "\"graph_fallback\""));
         hz_free(js);
