@@ -230,7 +230,7 @@ typedef struct hz_cache_options {
     uint32_t struct_size;    /* sizeof(hz_cache_options) */
     uint32_t capacity;       /* resident experts per routed layer; 0 = all experts */
     uint32_t spare_rows;     /* unpublished rows for misses; 0 = the model's top-k */
-    uint64_t staging_bytes;  /* pinned staging; 0 = room for two expert blobs */
+    uint64_t staging_bytes;  /* pinned staging; 0 = one expert blob per spare row, 2 to 8 blobs */
     int32_t eviction;        /* hz_eviction */
     int32_t transport;       /* hz_transport */
     /* Initial placement: NULL = canonical (experts 0..capacity-1 of every layer), else

@@ -282,8 +282,14 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
     if (o.transport != HZ_TRANSPORT_REGISTERED) {
         /* The registered transport copies straight from the backing: it has no staging to size. */
         uint64_t staging = o.staging_bytes;
-        if (staging == 0 && !hz_mul_ok(row_bytes, 2, &staging))
-            return hz_error(HZ_ECAPACITY, "staging for two %llu-byte blobs overflows", (unsigned long long)row_bytes);
+        /* By default one slot per blob a round can copy (spare rows), 2 to 8: with two slots the
+         * threads filled one blob at a time and its H2D waited for the loading thread between blobs
+         * (OLMoE-1B-7B shape, c30, H200 host, 2026-11-29: miss path 13.8 -> 16.2 GB/s with 8 slots,
+         * 19.0 with the copy threads' polling as well; doc/benchmarks.md, ninth round). */
+        const uint64_t dslots = spare < 2u ? 2u : spare > 8u ? 8u : spare;
+        if (staging == 0 && !hz_mul_ok(row_bytes, dslots, &staging))
+            return hz_error(HZ_ECAPACITY, "staging for %llu %llu-byte blobs overflows", (unsigned long long)dslots,
+                            (unsigned long long)row_bytes);
         if (staging < row_bytes)
             return hz_error(HZ_ECAPACITY, "staging of %llu bytes is smaller than one expert blob (%llu bytes)",
                             (unsigned long long)staging, (unsigned long long)row_bytes);
@@ -299,6 +305,17 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
         /* Piecewise H2D (transact.h) stays opt-in until measured on a GPU: HZ_TXN_PIECEWISE=1. */
         const char *pw = getenv("HZ_TXN_PIECEWISE");
         tc.piecewise = pw && strcmp(pw, "1") == 0;
+        /* The copy threads poll for 200 us after their last piece, and the loading thread for its
+         * fills, before sleeping: a wake-up cost tens of microseconds per round on the GPU host, and
+         * one decode step's rounds come a layer apart (100 and 400 us measured worse; same run as
+         * above). HZ_TXN_SPIN_US overrides it (0 = sleep at once), for comparisons. */
+        tc.spin_us = 200;
+        const char *sp = getenv("HZ_TXN_SPIN_US");
+        if (sp && *sp) {
+            char *end = NULL;
+            const unsigned long v = strtoul(sp, &end, 10);
+            if (!*end && v <= 100000ul) tc.spin_us = (uint32_t)v;
+        }
         if (tc.threads == 0) {
             /* Copies scale with cores until memory bandwidth saturates; beyond 16 threads they stop helping. */
             long cpus = sysconf(_SC_NPROCESSORS_ONLN);

@@ -2,6 +2,7 @@
  * rule: a staging slot (or, registered, nothing at all) is read by an H2D until that copy's event has
  * completed, and on failure nothing issued by a load is left running unless the result says so. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,8 @@ struct hz_transactor {
     uint64_t piece_bytes; /* bytes per piece (the last one may be shorter) */
     uint64_t chunk_bytes; /* the smallest piece asked for (0: the default) */
     int piecewise;       /* H2D per run of landed pieces, not per blob (hz_txn_config.piecewise) */
+    uint64_t spin_ns;    /* how long a thread polls before it sleeps on a condition (hz_txn_config.spin_us) */
+    _Atomic uint64_t work_seq, done_seq; /* bumped (under mu) when work is handed out / a fill is staged */
     int stop, abort;
     txn_slot *work_head, *work_tail;     /* fills with pieces nobody claimed yet */
     txn_slot *staged_head, *staged_tail; /* fills with something for the loader: all pieces finished
@@ -127,6 +130,7 @@ static void set_state(hz_transactor *t, txn_slot *s, int state) {
 
 /* Hands fill `s` to the loading thread (once: a fill already waiting keeps its place). mu held. */
 static void queue_staged(hz_transactor *t, txn_slot *s) {
+    atomic_fetch_add_explicit(&t->done_seq, 1, memory_order_release);
     if (s->queued) return;
     s->queued = 1;
     s->snext = NULL;
@@ -135,10 +139,27 @@ static void queue_staged(hz_transactor *t, txn_slot *s) {
     t->staged_tail = s;
 }
 
+/* Polls *seq (mu released) until it moves from `seen` or spin_ns pass; then takes mu again. Waking a
+ * sleeping thread costs tens of microseconds on a virtual machine, as much as copying a piece, and the
+ * rounds of one decode step come a layer apart: threads that poll for a while after their last piece
+ * are awake for the next round. */
+static void spin_on(hz_transactor *t, _Atomic uint64_t *seq, uint64_t seen) {
+    pthread_mutex_unlock(&t->mu);
+    const uint64_t until = now_ns() + t->spin_ns;
+    while (atomic_load_explicit(seq, memory_order_acquire) == seen && now_ns() < until) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    pthread_mutex_lock(&t->mu);
+}
+
 static void copy_thread_main(void *arg) {
     hz_transactor *t = arg;
     pthread_mutex_lock(&t->mu);
     for (;;) {
+        if (!t->stop && !t->work_head && t->spin_ns)
+            spin_on(t, &t->work_seq, atomic_load_explicit(&t->work_seq, memory_order_relaxed));
         while (!t->stop && !t->work_head) pthread_cond_wait(&t->work_cv, &t->mu);
         if (t->stop) break;
         txn_slot *s = t->work_head;
@@ -367,6 +388,7 @@ int hz_transactor_create(hz_backend *be, const hz_host_backing *backing, uint64_
     t->transport = cfg->transport;
     t->row_bytes = row_bytes;
     t->piecewise = cfg->transport == HZ_TXN_THREADED && cfg->piecewise;
+    t->spin_ns = cfg->transport == HZ_TXN_THREADED ? (uint64_t)cfg->spin_us * 1000u : 0u;
     int st = HZ_OK;
     if (cfg->transport == HZ_TXN_REGISTERED) {
         st = create_registration(t);
@@ -609,10 +631,20 @@ static int load_threaded(hz_transactor *t, const hz_txn_item *items, uint32_t n,
             t->work_tail = f;
             handed = 1;
         }
-        if (handed) pthread_cond_broadcast(&t->work_cv);
+        if (handed) {
+            atomic_fetch_add_explicit(&t->work_seq, 1, memory_order_release);
+            pthread_cond_broadcast(&t->work_cv);
+        }
         if (st != HZ_OK || handed) continue;
         if (t->filling) {
-            pthread_cond_wait(&t->done_cv, &t->mu);
+            /* Poll a while before sleeping: a fill lands within a piece's copy time (spin_on). */
+            if (t->spin_ns) {
+                const uint64_t seen = atomic_load_explicit(&t->done_seq, memory_order_relaxed);
+                spin_on(t, &t->done_seq, seen);
+                if (!t->staged_head && t->filling) pthread_cond_wait(&t->done_cv, &t->mu);
+            } else {
+                pthread_cond_wait(&t->done_cv, &t->mu);
+            }
             continue;
         }
         /* Every slot feeds a copy: wait for the oldest. */

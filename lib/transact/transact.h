@@ -9,7 +9,8 @@
  *  - threaded: the same ring, but the host copies run on a pool of threads owned by the transactor,
  *    each blob split into chunks copied in parallel; an item's H2D is enqueued by the calling thread as
  *    soon as all of its chunks are in staging (in completion order, not item order), or, piecewise
- *    (hz_txn_config.piecewise), each run of its chunks as soon as that run is in staging.
+ *    (hz_txn_config.piecewise), each run of its chunks as soon as that run is in staging. Threads
+ *    poll for spin_us before sleeping on a condition variable (hz_txn_config.spin_us).
  *  - registered: the backing's routed region is registered with the backend for direct DMA once, at
  *    creation; H2D copies read the backing itself. No staging slot exists. */
 #ifndef HZ_TRANSACT_H
@@ -61,6 +62,9 @@ typedef struct hz_txn_config {
      * the first pieces overlaps the host copies of the later ones. The slot's event follows the last
      * piece's copy; h2d_copies still counts blobs. */
     int piecewise;
+    /* threaded: microseconds a copy thread polls for more work after its last piece, and the loading
+     * thread for finished fills, before sleeping on a condition variable (0 = sleep at once) */
+    uint32_t spin_us;
 } hz_txn_config;
 
 /* Serial and threaded: `slots` staging buffers of `row_bytes` each in one pinned allocation, one event

@@ -407,8 +407,26 @@ static void test_caller_placement_and_defaults(void **state) {
     assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
     assert_int_equal(tu_acquire_check_release(c, b, 0, place, 3), 1);
     assert_int_equal(tu_acquire_check_release(c, b, 1, place + 3, 3), 1);
-    /* registered: no staging at all */
+    /* by default one slot per spare row (top-2 here), at least two; registered: no staging at all */
     assert_int_equal(tu_stat(c, "staging_bytes"), transport == HZ_TRANSPORT_REGISTERED ? 0 : 2 * tu_row_bytes(b));
+    assert_int_equal(hz_cache_destroy(c), HZ_OK);
+
+    /* 12 spare rows: the default staging stops at 8 slots. With HZ_TXN_SPIN_US=0 the threads sleep at
+     * once (no polling); misses are served all the same. */
+    tu_options(&o, transport);
+    o.capacity = 3;
+    o.spare_rows = 5;
+    setenv("HZ_TXN_SPIN_US", "0", 1);
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+    unsetenv("HZ_TXN_SPIN_US");
+    assert_int_equal(tu_stat(c, "staging_slots"), transport == HZ_TRANSPORT_REGISTERED ? 0 : 5);
+    const uint32_t grp[3] = {0, 5, 6}; /* canonical placement 0, 1, 2: two misses */
+    assert_int_equal(tu_acquire_check_release(c, b, 0, grp, 3), 2); /* published by the miss round */
+    assert_int_equal(tu_stat(c, "misses"), 2);
+    assert_int_equal(hz_cache_destroy(c), HZ_OK);
+    o.spare_rows = 12;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+    assert_int_equal(tu_stat(c, "staging_slots"), transport == HZ_TRANSPORT_REGISTERED ? 0 : 8);
     assert_int_equal(hz_cache_destroy(c), HZ_OK);
 
     /* capacity 0 = every expert resident; nothing ever misses */
@@ -446,9 +464,10 @@ static void test_stats_json_fields(void **state) {
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "invariant_checker")));
     cJSON_Delete(j);
     hz_free(s);
-    /* the initial fill kept both staging slots in use; registered has none */
+    /* the initial fill kept every staging slot in use (by default one per spare row: top-4 here);
+     * registered has none */
     assert_int_equal(tu_stat(f->c, "staging_high_water"),
-                     f->transport == HZ_TRANSPORT_REGISTERED ? 0 : 2 * tu_row_bytes(f->b));
+                     f->transport == HZ_TRANSPORT_REGISTERED ? 0 : 4 * tu_row_bytes(f->b));
     char name[32];
     tu_stat_str(f->c, "transport", name, sizeof name);
     assert_string_equal(name, tu_transport_name(f->transport));

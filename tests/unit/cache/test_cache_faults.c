@@ -31,6 +31,7 @@ static int setup(void **state) {
     hz_cache_options o;
     tu_options(&o, f->transport);
     o.capacity = 4;
+    o.staging_bytes = 2 * tu_row_bytes(f->b);
     assert_int_equal(hz_cache_create(f->b, f->d, &o, &f->c), HZ_OK);
     tu_after_create(f->c);
     assert_int_equal(tu_stat(f->c, "staging_slots"), f->transport == HZ_TRANSPORT_REGISTERED ? 0 : 2);
