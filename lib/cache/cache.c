@@ -305,6 +305,8 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
         /* Piecewise H2D (transact.h) stays opt-in until measured on a GPU: HZ_TXN_PIECEWISE=1. */
         const char *pw = getenv("HZ_TXN_PIECEWISE");
         tc.piecewise = pw && strcmp(pw, "1") == 0;
+        const char *wv = getenv("HZ_TXN_WAVES"); /* piecewise: runs per blob (default 2) */
+        if (wv && atoi(wv) > 0) tc.waves = (uint32_t)atoi(wv);
         /* The copy threads poll for 200 us after their last piece, and the loading thread for its
          * fills, before sleeping: a wake-up cost tens of microseconds per round on the GPU host, and
          * one decode step's rounds come a layer apart (100 and 400 us measured worse; same run as
@@ -1096,9 +1098,10 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
                                   "copies read it, no staging copy is made (staging figures stay 0)"
                                 : ts.transport == HZ_TXN_THREADED
                                       ? (ts.piecewise ? "threaded, piecewise (HZ_TXN_PIECEWISE=1): backing -> pinned "
-                                                        "staging copies run on staging_threads threads, up to four "
-                                                        "pieces per thread, and every run of landed pieces is sent "
-                                                        "to the device at once"
+                                                        "staging copies run on staging_threads threads in waves of "
+                                                        "one piece per thread, and each blob goes to the device in "
+                                                        "order, a run of landed pieces at a time once the run holds "
+                                                        "a wave's share (HZ_TXN_WAVES, default 2)"
                                                       : "threaded: backing -> pinned staging copies run on "
                                                         "staging_threads threads, blobs split in staging_chunks "
                                                         "pieces")

@@ -68,6 +68,8 @@ struct hz_transactor {
     uint64_t piece_bytes; /* bytes per piece (the last one may be shorter) */
     uint64_t chunk_bytes; /* the smallest piece asked for (0: the default) */
     int piecewise;       /* H2D per run of landed pieces, not per blob (hz_txn_config.piecewise) */
+    uint32_t waves;      /* piecewise: pieces per thread's share, and runs per blob (hz_txn_config.waves) */
+    uint32_t min_run;    /* piecewise: the fewest pieces one H2D sends, but for a blob's last run */
     uint64_t spin_ns;    /* how long a thread polls before it sleeps on a condition (hz_txn_config.spin_us) */
     _Atomic uint64_t work_seq, done_seq; /* bumped (under mu) when work is handed out / a fill is staged */
     int stop, abort;
@@ -289,24 +291,24 @@ static int create_staging(hz_transactor *t, uint32_t slots) {
 /* mu held or no thread running. */
 static void set_pieces(hz_transactor *t, uint64_t chunk_bytes) {
     t->chunk_bytes = chunk_bytes;
-    /* A piece smaller than this costs more in hand-over than it gains in parallel copying. Piecewise,
-     * a quarter of it, up to four pieces per thread: the threads' first pieces land while their later
-     * ones are copied, so the H2D of the first overlaps the copies of the rest. */
+    /* A piece smaller than this costs more in hand-over than it gains in parallel copying: a blob is
+     * split into one piece per thread at most. Piecewise, each of those into `waves` pieces (at most 64
+     * in all), and the loader sends a run only once it holds 1 / waves of the blob (or the blob's end):
+     * the threads' first pieces land together, and their H2D overlaps the copies of the next wave. */
     uint64_t min_piece = chunk_bytes ? chunk_bytes : 256u * 1024u;
-    uint64_t max_pieces = t->nthreads;
-    if (t->piecewise) {
-        min_piece = min_piece / 4u ? min_piece / 4u : 1u;
-        max_pieces = 4u * (uint64_t)t->nthreads;
-        if (max_pieces > 64u) max_pieces = 64u; /* one bit each in txn_slot.ready */
-    }
     uint64_t pieces = t->row_bytes / min_piece;
     if (pieces < 1) pieces = 1;
-    if (pieces > max_pieces) pieces = max_pieces;
+    if (pieces > t->nthreads) pieces = t->nthreads;
+    if (t->piecewise) {
+        pieces *= t->waves;
+        if (pieces > 64u) pieces = 64u; /* one bit each in txn_slot.ready */
+    }
     /* Cache-line aligned pieces, so two threads never write the same line of a slot. */
     uint64_t piece = (t->row_bytes + pieces - 1) / pieces;
     piece = (piece + 63u) & ~(uint64_t)63u;
     t->piece_bytes = piece;
     t->pieces = (uint32_t)((t->row_bytes + piece - 1) / piece);
+    t->min_run = t->piecewise ? (t->pieces + t->waves - 1) / t->waves : t->pieces;
 }
 
 int hz_transactor_set_piecewise(hz_transactor *t, int on) {
@@ -388,6 +390,8 @@ int hz_transactor_create(hz_backend *be, const hz_host_backing *backing, uint64_
     t->transport = cfg->transport;
     t->row_bytes = row_bytes;
     t->piecewise = cfg->transport == HZ_TXN_THREADED && cfg->piecewise;
+    t->waves = cfg->waves ? cfg->waves : 2u;
+    if (t->waves > 64u) t->waves = 64u;
     t->spin_ns = cfg->transport == HZ_TXN_THREADED ? (uint64_t)cfg->spin_us * 1000u : 0u;
     int st = HZ_OK;
     if (cfg->transport == HZ_TXN_REGISTERED) {
@@ -474,27 +478,21 @@ static int finish_pieces(hz_transactor *t, txn_slot *s, const hz_txn_item *it) {
     return HZ_OK;
 }
 
-/* Piecewise: enqueues every run of consecutive pieces in `ready` (one copy per run, in piece order).
- * mu held on entry and on return; released while copies are enqueued. */
-static int send_ready(hz_transactor *t, txn_slot *s, uint64_t ready, const hz_txn_item *it, uint32_t *issued,
-                      uint32_t *enqueued) {
+/* Piecewise: enqueues the run of landed pieces that starts at the first unsent one (one copy), once it
+ * holds min_run pieces or reaches the blob's end; pieces go out in order. mu held on entry and on
+ * return; released while the copy is enqueued. */
+static int send_ready(hz_transactor *t, txn_slot *s, const hz_txn_item *it, uint32_t *issued, uint32_t *enqueued) {
+    const uint32_t first = s->sent;
+    uint32_t end = first;
+    while (end < t->pieces && (s->ready >> end & 1u)) end++;
+    if (end == first || (end - first < t->min_run && end < t->pieces)) return HZ_OK; /* wait for more */
+    for (uint32_t p = first; p < end; p++) s->ready &= ~(UINT64_C(1) << p);
     pthread_mutex_unlock(&t->mu);
-    int st = HZ_OK;
-    uint32_t sent = 0;
-    for (uint32_t p = 0; p < t->pieces && st == HZ_OK;) {
-        if (!(ready >> p & 1u)) {
-            p++;
-            continue;
-        }
-        uint32_t q = p;
-        while (q < t->pieces && (ready >> q & 1u)) q++;
-        st = h2d_pieces(t, s, it, p, q - p, issued);
-        if (st == HZ_OK) sent += q - p;
-        p = q;
-    }
+    int st = h2d_pieces(t, s, it, first, end - first, issued);
     pthread_mutex_lock(&t->mu);
-    s->sent += sent;
-    if (st != HZ_OK || s->sent < t->pieces) return st;
+    if (st != HZ_OK) return st;
+    s->sent = end;
+    if (s->sent < t->pieces) return HZ_OK;
     pthread_mutex_unlock(&t->mu);
     st = finish_pieces(t, s, it);
     pthread_mutex_lock(&t->mu);
@@ -594,9 +592,7 @@ static int load_threaded(hz_transactor *t, const hz_txn_item *items, uint32_t n,
                 break;
             }
             if (t->piecewise) {
-                const uint64_t ready = s->ready;
-                s->ready = 0;
-                st = send_ready(t, s, ready, &items[s->item], issued, &enqueued);
+                st = send_ready(t, s, &items[s->item], issued, &enqueued);
                 continue;
             }
             pthread_mutex_unlock(&t->mu);

@@ -9,7 +9,8 @@
  *  - threaded: the same ring, but the host copies run on a pool of threads owned by the transactor,
  *    each blob split into chunks copied in parallel; an item's H2D is enqueued by the calling thread as
  *    soon as all of its chunks are in staging (in completion order, not item order), or, piecewise
- *    (hz_txn_config.piecewise), each run of its chunks as soon as that run is in staging. Threads
+ *    (hz_txn_config.piecewise), in order, a run of landed chunks at a time once the run holds
+ *    1 / waves of the blob. Threads
  *    poll for spin_us before sleeping on a condition variable (hz_txn_config.spin_us).
  *  - registered: the backing's routed region is registered with the backend for direct DMA once, at
  *    creation; H2D copies read the backing itself. No staging slot exists. */
@@ -57,11 +58,12 @@ typedef struct hz_txn_config {
     uint32_t threads;     /* threaded: copy threads (>= 1) */
     uint64_t chunk_bytes; /* threaded: smallest piece one thread copies; 0 = 256 KiB */
     /* threaded: 0 = an item's H2D is enqueued once all its pieces are in staging (one copy per blob);
-     * 1 = piecewise: up to four pieces per thread (at most 64, each at least chunk_bytes / 4), and every
-     * run of consecutive pieces in staging is enqueued at once (several copies per blob), so the H2D of
-     * the first pieces overlaps the host copies of the later ones. The slot's event follows the last
-     * piece's copy; h2d_copies still counts blobs. */
+     * 1 = piecewise: `waves` pieces per thread's share (at most 64 in all), and the run of landed pieces
+     * from the first unsent one is enqueued once it holds 1 / waves of the blob or reaches its end
+     * (several copies per blob, in order), so the H2D of the first wave overlaps the host copies of
+     * the next. The slot's event follows the last run's copy; h2d_copies still counts blobs. */
     int piecewise;
+    uint32_t waves; /* piecewise: 0 = 2 */
     /* threaded: microseconds a copy thread polls for more work after its last piece, and the loading
      * thread for finished fills, before sleeping on a condition variable (0 = sleep at once) */
     uint32_t spin_us;

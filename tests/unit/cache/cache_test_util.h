@@ -159,7 +159,7 @@ static inline void tu_options(hz_cache_options *o, int transport) {
 }
 
 /* Right after hz_cache_create: a threaded cache splits even the tests' small blobs into one piece per
- * thread (production pieces are at least 256 KiB), or, piecewise, into up to four per thread. Generation
+ * thread (production pieces are at least 256 KiB), or, piecewise, into two per thread. Generation
  * 1 was loaded with whole blobs. */
 static inline void tu_after_create(hz_cache *c) {
     hz_transactor *t = hz_cache_transactor(c);
