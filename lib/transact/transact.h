@@ -10,8 +10,8 @@
  *    each blob split into chunks copied in parallel; an item's H2D is enqueued by the calling thread as
  *    soon as all of its chunks are in staging (in completion order, not item order), or, piecewise
  *    (hz_txn_config.piecewise), in order, a run of landed chunks at a time once the run holds
- *    1 / waves of the blob. Threads
- *    poll for spin_us before sleeping on a condition variable (hz_txn_config.spin_us).
+ *    1 / waves of the blob. Threads poll for spin_us before sleeping on a condition variable
+ *    (hz_txn_config.spin_us).
  *  - registered: the backing's routed region is registered with the backend for direct DMA once, at
  *    creation; H2D copies read the backing itself. No staging slot exists. */
 #ifndef HZ_TRANSACT_H
