@@ -302,15 +302,16 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
         if (o.staging_threads > 256)
             return hz_error(HZ_EINVAL, "staging_threads %u is above 256", o.staging_threads);
         tc.threads = o.staging_threads;
-        /* Piecewise H2D (transact.h) stays opt-in until measured on a GPU: HZ_TXN_PIECEWISE=1. */
+        /* Piecewise H2D (transact.h) stays opt-in, HZ_TXN_PIECEWISE=1: on the H200 host it measured
+         * slower than whole-blob H2D (doc/benchmarks.md, seventh and ninth rounds). */
         const char *pw = getenv("HZ_TXN_PIECEWISE");
         tc.piecewise = pw && strcmp(pw, "1") == 0;
         const char *wv = getenv("HZ_TXN_WAVES"); /* piecewise: runs per blob (default 2) */
         if (wv && atoi(wv) > 0) tc.waves = (uint32_t)atoi(wv);
         /* The copy threads poll for 200 us after their last piece, and the loading thread for its
          * fills, before sleeping: a wake-up cost tens of microseconds per round on the GPU host, and
-         * one decode step's rounds come a layer apart (100 and 400 us measured worse; same run as
-         * above). HZ_TXN_SPIN_US overrides it (0 = sleep at once), for comparisons. */
+         * one decode step's rounds come a layer apart (100 and 400 us measured worse, in the calls
+         * cited above). HZ_TXN_SPIN_US overrides it (0 = sleep at once), for comparisons. */
         tc.spin_us = 200;
         const char *sp = getenv("HZ_TXN_SPIN_US");
         if (sp && *sp) {
