@@ -306,19 +306,13 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
          * slower than whole-blob H2D (doc/benchmarks.md, seventh and ninth rounds). */
         const char *pw = getenv("HZ_TXN_PIECEWISE");
         tc.piecewise = pw && strcmp(pw, "1") == 0;
-        const char *wv = getenv("HZ_TXN_WAVES"); /* piecewise: runs per blob (default 2) */
-        if (wv && atoi(wv) > 0) tc.waves = (uint32_t)atoi(wv);
+        hz_env_u32("HZ_TXN_WAVES", 1, 64, &tc.waves); /* piecewise: runs per blob (default 2) */
         /* The copy threads poll for 200 us after their last piece, and the loading thread for its
          * fills, before sleeping: a wake-up cost tens of microseconds per round on the GPU host, and
          * one decode step's rounds come a layer apart (100 and 400 us measured worse, in the calls
          * cited above). HZ_TXN_SPIN_US overrides it (0 = sleep at once), for comparisons. */
         tc.spin_us = 200;
-        const char *sp = getenv("HZ_TXN_SPIN_US");
-        if (sp && *sp) {
-            char *end = NULL;
-            const unsigned long v = strtoul(sp, &end, 10);
-            if (!*end && v <= 100000ul) tc.spin_us = (uint32_t)v;
-        }
+        hz_env_u32("HZ_TXN_SPIN_US", 0, 100000, &tc.spin_us);
         if (tc.threads == 0) {
             /* Copies scale with cores until memory bandwidth saturates; beyond 16 threads they stop helping. */
             long cpus = sysconf(_SC_NPROCESSORS_ONLN);

@@ -41,6 +41,9 @@ static inline int hz_add_ok(uint64_t a, uint64_t b, uint64_t *out) {
     return !__builtin_add_overflow(a, b, out);
 }
 static inline uint64_t hz_align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+/* A tuning knob from the environment: 1 with *out = its value when `name` holds a decimal number in
+ * [min, max]; 0 otherwise, *out untouched (the caller's default stands). */
+int hz_env_u32(const char *name, uint32_t min, uint32_t max, uint32_t *out);
 
 /* Monotonic clock in seconds. */
 double hz_now_seconds(void);

@@ -99,6 +99,16 @@ char *hz_strdup(const char *s) {
     return p;
 }
 
+int hz_env_u32(const char *name, uint32_t min, uint32_t max, uint32_t *out) {
+    const char *env = getenv(name);
+    if (!env || !*env) return 0;
+    char *end = NULL;
+    const unsigned long v = strtoul(env, &end, 10);
+    if (*end || v < min || v > max) return 0;
+    *out = (uint32_t)v;
+    return 1;
+}
+
 double hz_now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -142,12 +142,7 @@ void hz_gpu_prefill_destroy(hz_session *s) {
  * kernel takes (65536 pairs). */
 static uint32_t pf_chunk_tokens(const hz_session *s) {
     uint32_t chunk = PF_CHUNK_DEFAULT;
-    const char *env = getenv("HZ_GPU_PREFILL_CHUNK");
-    if (env && *env) {
-        char *end = NULL;
-        unsigned long v = strtoul(env, &end, 10);
-        if (end && *end == '\0' && v > 0 && v <= 65536ul) chunk = (uint32_t)v;
-    }
+    hz_env_u32("HZ_GPU_PREFILL_CHUNK", 1, 65536, &chunk);
     const uint32_t by_pairs = 65536u / s->model->cfg.top_k;
     if (chunk > by_pairs) chunk = by_pairs;
     if (chunk > s->max_context) chunk = s->max_context;

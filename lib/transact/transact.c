@@ -634,13 +634,8 @@ static int load_threaded(hz_transactor *t, const hz_txn_item *items, uint32_t n,
         if (st != HZ_OK || handed) continue;
         if (t->filling) {
             /* Poll a while before sleeping: a fill lands within a piece's copy time (spin_on). */
-            if (t->spin_ns) {
-                const uint64_t seen = atomic_load_explicit(&t->done_seq, memory_order_relaxed);
-                spin_on(t, &t->done_seq, seen);
-                if (!t->staged_head && t->filling) pthread_cond_wait(&t->done_cv, &t->mu);
-            } else {
-                pthread_cond_wait(&t->done_cv, &t->mu);
-            }
+            if (t->spin_ns) spin_on(t, &t->done_seq, atomic_load_explicit(&t->done_seq, memory_order_relaxed));
+            if (!t->staged_head && t->filling) pthread_cond_wait(&t->done_cv, &t->mu);
             continue;
         }
         /* Every slot feeds a copy: wait for the oldest. */

@@ -1,8 +1,10 @@
-/* lib/core: status names and messages, the thread-local last error, fp16/bf16 conversion. */
+/* lib/core: status names and messages, the thread-local last error, fp16/bf16 conversion, tuning
+ * knobs from the environment. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -85,6 +87,28 @@ static void test_bf16(void **state) {
     }
 }
 
+/* hz_env_u32: a decimal number in range replaces the default; anything else leaves it. */
+static void test_env_u32(void **state) {
+    (void)state;
+    static const struct {
+        const char *val;
+        int ok;
+        uint32_t want;
+    } cases[] = {{"7", 1, 7}, {"2", 1, 2}, {"9", 1, 9}, {"1", 0, 5}, {"10", 0, 5},
+                 {"", 0, 5}, {"7x", 0, 5}, {"-3", 0, 5}, {"99999999999999999999", 0, 5}};
+    uint32_t v = 5;
+    unsetenv("HZ_TEST_KNOB");
+    assert_int_equal(hz_env_u32("HZ_TEST_KNOB", 2, 9, &v), 0);
+    assert_int_equal(v, 5);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        v = 5;
+        setenv("HZ_TEST_KNOB", cases[i].val, 1);
+        assert_int_equal(hz_env_u32("HZ_TEST_KNOB", 2, 9, &v), cases[i].ok);
+        assert_int_equal(v, cases[i].want);
+    }
+    unsetenv("HZ_TEST_KNOB");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_and_messages),
@@ -92,6 +116,7 @@ int main(void) {
         cmocka_unit_test(test_last_error_is_thread_local),
         cmocka_unit_test(test_fp16_roundtrip),
         cmocka_unit_test(test_bf16),
+        cmocka_unit_test(test_env_u32),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
