@@ -504,6 +504,8 @@ static double miss_path_json(cJSON *run, const cache_snap *a, const cache_snap *
     cJSON *pf = cJSON_AddObjectToObject(run, "prefetch");
     add_opt_delta(pf, "hits", a, b, "prefetch_hits");
     add_opt_delta(pf, "wasted_bytes", a, b, "prefetch_wasted_bytes");
+    add_opt_delta(pf, "bytes", a, b, "prefetch_bytes");
+    add_opt_delta(pf, "gated", a, b, "prefetch_gated"); /* predictions the cache's gate declined */
 
     cJSON *sg = cJSON_AddObjectToObject(run, "staging");
     add_opt_delta(sg, "bytes", a, b, "staging_copy_bytes");

@@ -956,8 +956,8 @@ static void add_miss_path(cJSON *j, uint64_t bytes, uint64_t ns) {
     else cJSON_AddNullToObject(j, "miss_transfer_gbps");
 }
 
-static void add_prefetch(cJSON *j, int mode, const hz_prefetch_counts *n, uint32_t ready, int pending,
-                         const char *last_error, uint64_t row_bytes) {
+static void add_prefetch(cJSON *j, int mode, const hz_prefetch_counts *n, const hz_prefetch_gate *gate,
+                         uint32_t ready, int pending, const char *last_error, uint64_t row_bytes) {
     cJSON_AddStringToObject(j, "prefetch", mode == HZ_PREFETCH_NEXT_LAYER ? "next_layer" : "off");
     cJSON_AddNumberToObject(j, "prefetch_requests", (double)n->requests);
     cJSON_AddNumberToObject(j, "prefetch_dropped", (double)n->dropped);
@@ -972,6 +972,10 @@ static void add_prefetch(cJSON *j, int mode, const hz_prefetch_counts *n, uint32
     cJSON_AddNumberToObject(j, "prefetch_cancelled", (double)n->cancelled);
     cJSON_AddNumberToObject(j, "prefetch_failures", (double)n->failures);
     cJSON_AddNumberToObject(j, "prefetch_pending", pending);
+    cJSON_AddNumberToObject(j, "prefetch_gated", (double)n->gated);
+    cJSON_AddNumberToObject(j, "prefetch_gate_closed", (double)n->gate_closed);
+    cJSON_AddNumberToObject(j, "prefetch_gate_pct", gate->pct);
+    cJSON_AddStringToObject(j, "prefetch_gate", gate->left ? "closed" : "open");
     if (last_error[0]) cJSON_AddStringToObject(j, "prefetch_last_error", last_error);
     else cJSON_AddNullToObject(j, "prefetch_last_error");
 }
@@ -994,6 +998,7 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
     uint32_t leases = c->active_leases;
     uint64_t xfer_bytes = c->miss_xfer_bytes, xfer_ns = c->miss_xfer_ns;
     hz_prefetch_counts pf = c->pf.n;
+    hz_prefetch_gate pf_gate = c->pf.gate;
     uint32_t pf_ready = c->pf.ready_n;
     int pf_pending = c->pf.queued || c->pf.loading;
     char pf_error[sizeof c->pf.last_error];
@@ -1054,7 +1059,7 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
     }
     cJSON_AddNumberToObject(j, "registered_bytes", (double)ts.registered_bytes);
     add_miss_path(j, xfer_bytes, xfer_ns);
-    add_prefetch(j, c->pf.mode, &pf, pf_ready, pf_pending, pf_error, c->row_bytes);
+    add_prefetch(j, c->pf.mode, &pf, &pf_gate, pf_ready, pf_pending, pf_error, c->row_bytes);
     cJSON *lat = cJSON_AddObjectToObject(j, "miss_latency_us");
     cJSON_AddNumberToObject(lat, "count", (double)miss_txns);
     if (miss_txns) {
@@ -1117,7 +1122,10 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
                             "acquire of their layer wants them: prefetch_hits counts those (also counted in hits), "
                             "prefetch_wasted_bytes the rows given up unused (replaced by a newer prediction or "
                             "needed by a miss), prefetch_ready the rows loaded and still waiting; "
-                            "prefetch_experts = prefetch_hits + wasted rows + prefetch_ready");
+                            "prefetch_experts = prefetch_hits + wasted rows + prefetch_ready; the gate: once 64 "
+                            "prefetched experts are resolved (used or given up), it closes when fewer than "
+                            "prefetch_gate_pct of 100 were used (0: never) and declines the next predictions "
+                            "(prefetch_gated, also counted in prefetch_requests; prefetch_gate_closed: closures)");
     cJSON_AddStringToObject(notes, "miss_latency_us",
                             "per acquire that loaded experts: from taking the transaction lock to the last "
                             "publication (includes waiting for spare rows)");

@@ -30,6 +30,12 @@ int hz_cache_prefetch_mode(const hz_cache *cache);
  * not serve makes the running load start no further copy. Errors: HZ_EINVAL / HZ_ERANGE / HZ_ECAPACITY
  * (as hz_generation_acquire's group rules), HZ_ESTATE (prefetch off), HZ_EFAULTED. Thread-safe. */
 int hz_cache_prefetch(hz_cache *cache, uint32_t layer, const uint32_t *experts, uint32_t n);
+/* Asked by a model before it computes a prediction: 1 when the cache's gate is open (compute it and
+ * hand it to hz_cache_prefetch), 0 while the gate is closed because too few of the recently prefetched
+ * experts were used (doc/cache-contract.md, "The gate"): that prediction is then counted as requested
+ * and declined (prefetch_gated) and the caller skips it. 0 also when prefetch is off or cache is NULL
+ * (nothing counted). hz_cache_prefetch itself does not consult the gate. Thread-safe. */
+int hz_cache_prefetch_admit(hz_cache *cache);
 /* Blocks until no prefetch request is queued or running (tests and benchmarks that need settled
  * counters). Returns at once when prefetch is off. */
 void hz_cache_prefetch_wait(hz_cache *cache);

@@ -75,7 +75,19 @@ enum { HZ_CACHE_OK = 0, HZ_CACHE_FAULTED = 1 };
 typedef struct hz_prefetch_counts {
     uint64_t requests, dropped, skipped, rounds, experts, hits, wasted_rows, failures, publications;
     uint64_t cancelled; /* predicted experts a cancelled load never started */
+    uint64_t gated;       /* predictions the gate declined (hz_cache_prefetch_admit returned 0) */
+    uint64_t gate_closed; /* times the gate closed */
 } hz_prefetch_counts;
+
+/* The prefetcher's gate (prefetch.c, "the gate"): once `window` prefetched experts have been resolved
+ * (used by an acquire, or given up), it closes when fewer than gate_pct of 100 were used, and then
+ * declines the next `pause` predictions before it opens with a new window. */
+typedef struct hz_prefetch_gate {
+    uint32_t pct;               /* 0: never closes */
+    uint32_t window, pause;     /* resolved experts per window; predictions declined per closure */
+    uint32_t win_hits, win_wasted;
+    uint32_t left;              /* predictions still to decline (0: open) */
+} hz_prefetch_gate;
 
 typedef struct hz_prefetcher {
     int mode;                /* hz_prefetch */
@@ -95,6 +107,7 @@ typedef struct hz_prefetcher {
     uint32_t *ready_rows;    /* [spare_rows] */
     uint32_t *ready_experts; /* [spare_rows] ready_experts[i] of ready_layer */
     hz_prefetch_counts n;
+    hz_prefetch_gate gate;
     char last_error[576];    /* the last failure's message, "" when none */
 } hz_prefetcher;
 

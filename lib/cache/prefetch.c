@@ -42,6 +42,33 @@ static void note_failure(hz_cache *c, uint32_t layer, const char *msg) {
            msg);
 }
 
+/* ---- the gate ------------------------------------------------------------------------------------
+ * A prediction pays only when the acquire uses what it loaded; the copies of a wrong one compete with
+ * the demand misses for the staging threads and the copy engine. On the full-size OLMoE-1B-7B shape
+ * with random weights (H200, 30 of 64 experts resident, 2026-11-29, doc/benchmarks.md tenth round) 246
+ * of 8,367 and of 9,650 prefetched experts were used in two runs, and decode ran 34-38% slower with
+ * prefetch on. So once
+ * kGateWindow prefetched experts have been resolved, the gate closes when fewer than gate.pct in 100
+ * were used, declines the next gate.pause predictions (hz_cache_prefetch_admit), and opens again with a
+ * new window: a probe, since routing can become predictable later in a text. */
+enum { kGateWindow = 64, kGatePauseTokens = 16, kGateDefaultPct = 25 };
+
+/* Counts resolved prefetched experts (used or given up) and closes the gate at the end of a window
+ * whose share of used ones is below gate.pct. mu held. */
+static void gate_outcome(hz_prefetcher *pf, uint32_t used, uint32_t wasted) {
+    hz_prefetch_gate *gt = &pf->gate;
+    if (gt->pct == 0 || used + wasted == 0) return;
+    gt->win_hits += used;
+    gt->win_wasted += wasted;
+    const uint64_t total = (uint64_t)gt->win_hits + gt->win_wasted;
+    if (total < gt->window) return;
+    if ((uint64_t)gt->win_hits * 100u < (uint64_t)gt->pct * total) {
+        gt->left = gt->pause;
+        pf->n.gate_closed++;
+    }
+    gt->win_hits = gt->win_wasted = 0;
+}
+
 /* Whether expert e is in group[0..n). */
 static int in_group(uint32_t e, const uint32_t *group, uint32_t n) {
     for (uint32_t i = 0; i < n; i++)
@@ -69,6 +96,7 @@ static void keep_ready_of(hz_cache *c, uint32_t layer, const uint32_t *ids, uint
             pf->n.wasted_rows++;
         }
     }
+    gate_outcome(pf, 0, pf->ready_n - keep);
     pf->ready_n = keep;
 }
 
@@ -196,6 +224,11 @@ static void *prefetch_main(void *arg) {
 int hz_prefetcher_init(hz_cache *c, int mode) {
     hz_prefetcher *pf = &c->pf;
     pf->mode = mode;
+    pf->gate.pct = kGateDefaultPct;
+    hz_env_u32("HZ_PREFETCH_GATE_PCT", 0, 100, &pf->gate.pct); /* 0: the gate never closes */
+    pf->gate.window = kGateWindow;
+    hz_env_u32("HZ_PREFETCH_GATE_WINDOW", 1, 1u << 20, &pf->gate.window); /* tests: a shorter window */
+    pf->gate.pause = kGatePauseTokens * c->layers; /* about that many tokens: a prediction per layer */
     atomic_init(&pf->cancel, 0);
     pthread_cond_init(&pf->work_cv, NULL);
     pthread_cond_init(&pf->idle_cv, NULL);
@@ -275,6 +308,7 @@ void hz_prefetch_drop_ready_locked(hz_cache *c) {
         row->layer = row->expert = 0;
     }
     pf->n.wasted_rows += pf->ready_n;
+    gate_outcome(pf, 0, pf->ready_n);
     pf->ready_n = 0;
 }
 
@@ -306,10 +340,12 @@ int hz_prefetch_adopt_locked(hz_cache *c, uint32_t layer, const uint32_t *group,
         pf->n.hits -= k;
         pf->n.publications--;
         pf->n.wasted_rows += k;
+        gate_outcome(pf, 0, k);
         hz_cache_unreserve_rows(c, k);
         c->failed_txns++;
         return st;
     }
+    gate_outcome(pf, k, 0);
     return HZ_OK;
 }
 
@@ -345,6 +381,20 @@ int hz_cache_prefetch(hz_cache *c, uint32_t layer, const uint32_t *experts, uint
     }
     pthread_mutex_unlock(&c->mu);
     return HZ_OK;
+}
+
+int hz_cache_prefetch_admit(hz_cache *c) {
+    if (!c || c->pf.mode == HZ_PREFETCH_OFF) return 0;
+    pthread_mutex_lock(&c->mu);
+    hz_prefetcher *pf = &c->pf;
+    const int open = pf->gate.left == 0;
+    if (!open) {
+        pf->gate.left--;
+        pf->n.requests++;
+        pf->n.gated++;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return open;
 }
 
 void hz_cache_prefetch_wait(hz_cache *c) {

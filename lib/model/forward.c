@@ -260,6 +260,7 @@ static void prefetch_next_layer(hz_session *s, uint32_t l) {
     if (n > HZ_PREFETCH_MAX_IDS) n = HZ_PREFETCH_MAX_IDS;
     if (n > m->group_limit) n = m->group_limit; /* a request is one group: at most the capacity */
     if (l + 1 >= c->layers || n == 0) return;
+    if (!hz_cache_prefetch_admit(m->cache)) return; /* the gate is closed: no router work either */
     uint32_t ids[HZ_PREFETCH_MAX_IDS];
     float vals[HZ_PREFETCH_MAX_IDS];
     linear(rs->xn, 1, c->hidden, m->w.layers[l + 1].router, NULL, c->experts, rs->rlog, 1, rs->wrow);

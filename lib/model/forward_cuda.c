@@ -369,12 +369,14 @@ static int routed_partial(hz_session *s, uint32_t l) {
     return HZ_OK;
 }
 
-/* How many predicted ids layer l hands to the cache: 0 without prefetch or a next layer; else top-k,
- * at most one group (the cache's capacity) and the route kernel's limit. */
+/* How many predicted ids layer l hands to the cache: 0 without prefetch or a next layer, or while the
+ * cache's gate declines predictions (then no router GEMV is queued for it either); else top-k, at most
+ * one group (the cache's capacity) and the route kernel's limit. Called once per layer. */
 static uint32_t prediction_count(const hz_model *m, uint32_t l) {
     if (hz_cache_prefetch_mode(m->cache) != HZ_PREFETCH_NEXT_LAYER || l + 1 >= m->cfg.layers) return 0;
     const uint32_t K = m->cfg.top_k;
     if (K == 0 || K > HZ_GPU_PREDICT_MAX) return 0;
+    if (!hz_cache_prefetch_admit(m->cache)) return 0;
     return K < m->group_limit ? K : m->group_limit;
 }
 

@@ -52,9 +52,12 @@ def check_miss_path(run, w, full, ceiling):
     else:
         check(mp["gbps"] == "UNKNOWN" and mp["fraction_of_h2d_ceiling"] == "UNKNOWN",
               w + ": a miss-path rate without both counters")
-    for k in ("hits", "wasted_bytes"):
+    for k in ("hits", "wasted_bytes", "bytes", "gated"):
         v = run["prefetch"].get(k)
         check(is_num(v) or v == "UNKNOWN", f"{w}: prefetch.{k} is {v!r}")
+    pf = run["prefetch"]
+    if run["label"].get("prefetch") == "off" and all(is_num(pf.get(k)) for k in ("bytes", "gated")):
+        check(pf["bytes"] == 0 and pf["gated"] == 0, w + ": prefetch off, yet prefetch bytes or declined predictions")
     sg = run["staging"]
     if is_num(sg.get("bytes")) and is_num(sg.get("seconds")) and run["label"]["transport"] == "serial":
         # serial staging copies every missed blob once, so its bytes are the window's H2D bytes

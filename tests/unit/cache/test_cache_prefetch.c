@@ -631,6 +631,136 @@ static void test_threads_mix_prefetch_and_acquire(void **state) {
     check_accounting(f);
 }
 
+/* ---- the gate ---------------------------------------------------------------------------------- */
+
+/* One admitted prediction of layer 1 that the acquire does not use: experts 8..11 are loaded, then
+ * the group (alternately 12..15 and 0..3, never predicted, never resident when acquired) misses and
+ * its round gives the four prefetched rows up. */
+static void wasted_round(fixture *f, int i) {
+    const uint32_t p[4] = {8, 9, 10, 11}, ga[4] = {12, 13, 14, 15}, gb[4] = {0, 1, 2, 3};
+    assert_int_equal(hz_cache_prefetch_admit(f->c), 1);
+    assert_int_equal(hz_cache_prefetch(f->c, 1, p, 4), HZ_OK);
+    hz_cache_prefetch_wait(f->c);
+    tu_acquire_check_release(f->c, f->b, 1, i % 2 ? gb : ga, 4);
+}
+
+static void open_gated(fixture *f, const char *pct, const char *window) {
+    if (pct) setenv("HZ_PREFETCH_GATE_PCT", pct, 1);
+    else unsetenv("HZ_PREFETCH_GATE_PCT");
+    if (window) setenv("HZ_PREFETCH_GATE_WINDOW", window, 1);
+    else unsetenv("HZ_PREFETCH_GATE_WINDOW");
+    open_cache(f, HZ_TRANSPORT_SERIAL, HZ_PREFETCH_NEXT_LAYER);
+    unsetenv("HZ_PREFETCH_GATE_PCT"); /* read once, at creation */
+    unsetenv("HZ_PREFETCH_GATE_WINDOW");
+}
+
+/* Defaults (25%, a window of 64 resolved experts, a pause of 16 predictions per layer): 16 wasted
+ * rounds close the gate; it then declines exactly 3 x 16 predictions, counted, and opens again. */
+static void test_gate_closes_on_wasted_predictions(void **state) {
+    (void)state;
+    fixture f = {0};
+    open_gated(&f, NULL, NULL);
+    char gate[16];
+    assert_int_equal(tu_stat(f.c, "prefetch_gate_pct"), 25);
+    for (int i = 0; i < 16; i++) {
+        tu_stat_str(f.c, "prefetch_gate", gate, sizeof gate);
+        assert_string_equal(gate, "open");
+        wasted_round(&f, i);
+    }
+    assert_int_equal(tu_stat(f.c, "prefetch_wasted_bytes"), 64 * f.row_bytes);
+    assert_int_equal(tu_stat(f.c, "prefetch_gate_closed"), 1);
+    tu_stat_str(f.c, "prefetch_gate", gate, sizeof gate);
+    assert_string_equal(gate, "closed");
+    const double experts = tu_stat(f.c, "prefetch_experts");
+    for (int j = 0; j < 3 * 16; j++) assert_int_equal(hz_cache_prefetch_admit(f.c), 0);
+    assert_int_equal(tu_stat(f.c, "prefetch_gated"), 48);
+    assert_int_equal(tu_stat(f.c, "prefetch_requests"), 16 + 48); /* declined ones are requests too */
+    assert_true(tu_stat(f.c, "prefetch_experts") == experts);    /* nothing loaded meanwhile */
+    tu_check_invariants(f.c);
+    assert_int_equal(hz_cache_prefetch_admit(f.c), 1); /* open again: a new window */
+    tu_stat_str(f.c, "prefetch_gate", gate, sizeof gate);
+    assert_string_equal(gate, "open");
+    assert_int_equal(tu_stat(f.c, "prefetch_gated"), 48);
+    check_accounting(&f);
+    close_cache(&f);
+}
+
+/* Predictions that the acquires use keep the gate open however many are resolved. */
+static void test_gate_stays_open_when_used(void **state) {
+    (void)state;
+    fixture f = {0};
+    open_gated(&f, NULL, NULL);
+    const uint32_t ga[4] = {8, 9, 10, 11}, gb[4] = {12, 13, 14, 15};
+    for (int i = 0; i < 24; i++) {
+        assert_int_equal(hz_cache_prefetch_admit(f.c), 1);
+        const uint32_t *g = i % 2 ? gb : ga;
+        assert_int_equal(hz_cache_prefetch(f.c, 1, g, 4), HZ_OK);
+        hz_cache_prefetch_wait(f.c);
+        tu_acquire_check_release(f.c, f.b, 1, g, 4);
+    }
+    assert_int_equal(tu_stat(f.c, "prefetch_hits"), 96);
+    assert_int_equal(tu_stat(f.c, "misses"), 0);
+    assert_int_equal(tu_stat(f.c, "prefetch_gate_closed"), 0);
+    assert_int_equal(tu_stat(f.c, "prefetch_gated"), 0);
+    check_accounting(&f);
+    close_cache(&f);
+}
+
+/* The threshold is a share of the window: one used expert in four is 25%, not below it; with a
+ * 30% threshold the same window closes the gate. Round 0 predicts 8..11 and acquires 8, 12, 13, 14;
+ * round 1 predicts 4..7 and acquires 4, 0, 1, 2 (none of them resident before): one prefetched expert
+ * used, three given up, each time. */
+static void used_one_of_four(fixture *f, int i) {
+    const uint32_t pa[4] = {8, 9, 10, 11}, ga[4] = {8, 12, 13, 14};
+    const uint32_t pb[4] = {4, 5, 6, 7}, gb[4] = {4, 0, 1, 2};
+    assert_int_equal(hz_cache_prefetch(f->c, 1, i % 2 ? pb : pa, 4), HZ_OK);
+    hz_cache_prefetch_wait(f->c);
+    tu_acquire_check_release(f->c, f->b, 1, i % 2 ? gb : ga, 4);
+}
+
+static void test_gate_threshold(void **state) {
+    (void)state;
+    const char *pcts[2] = {"25", "30"};
+    for (int k = 0; k < 2; k++) {
+        fixture f = {0};
+        open_gated(&f, pcts[k], "8");
+        assert_int_equal(tu_stat(f.c, "prefetch_gate_pct"), k ? 30 : 25);
+        used_one_of_four(&f, 0);
+        used_one_of_four(&f, 1); /* 8 resolved: 2 used, 6 wasted */
+        assert_int_equal(tu_stat(f.c, "prefetch_hits"), 2);
+        assert_int_equal(tu_stat(f.c, "prefetch_gate_closed"), k ? 1 : 0);
+        assert_int_equal(hz_cache_prefetch_admit(f.c), k ? 0 : 1);
+        check_accounting(&f);
+        close_cache(&f);
+    }
+}
+
+/* HZ_PREFETCH_GATE_PCT=0 turns the gate off; a value out of range or not a number keeps the default;
+ * hz_cache_prefetch_admit on a cache without prefetch (or NULL) says no and counts nothing. */
+static void test_gate_settings(void **state) {
+    (void)state;
+    fixture f = {0};
+    open_gated(&f, "0", NULL);
+    assert_int_equal(tu_stat(f.c, "prefetch_gate_pct"), 0);
+    for (int i = 0; i < 20; i++) wasted_round(&f, i);
+    assert_int_equal(tu_stat(f.c, "prefetch_gate_closed"), 0);
+    assert_int_equal(hz_cache_prefetch_admit(f.c), 1);
+    check_accounting(&f);
+    close_cache(&f);
+    const char *bad[3] = {"101", "abc", "-5"};
+    for (int i = 0; i < 3; i++) {
+        open_gated(&f, bad[i], NULL);
+        assert_int_equal(tu_stat(f.c, "prefetch_gate_pct"), 25);
+        close_cache(&f);
+    }
+    open_cache(&f, HZ_TRANSPORT_SERIAL, HZ_PREFETCH_OFF);
+    assert_int_equal(hz_cache_prefetch_admit(f.c), 0);
+    assert_int_equal(tu_stat(f.c, "prefetch_requests"), 0);
+    assert_int_equal(tu_stat(f.c, "prefetch_gated"), 0);
+    assert_int_equal(hz_cache_prefetch_admit(NULL), 0);
+    close_cache(&f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TU_TRANSPORT_TESTS(test_prefetch_then_acquire_hits, setup, teardown),
@@ -651,6 +781,10 @@ int main(void) {
         TU_TRANSPORT_TESTS(test_miss_transfer_counters, NULL, NULL),
         TU_TRANSPORT_TESTS(test_threads_mix_prefetch_and_acquire, setup, teardown),
         cmocka_unit_test(test_prefetch_options_and_input),
+        cmocka_unit_test(test_gate_closes_on_wasted_predictions),
+        cmocka_unit_test(test_gate_stays_open_when_used),
+        cmocka_unit_test(test_gate_threshold),
+        cmocka_unit_test(test_gate_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -184,11 +184,74 @@ static void test_threads_share_prefetching_cache(void **state) {
     free(dir);
 }
 
+/* ---- the gate through the model ---- */
+
+/* A cache whose gate closes at the first prefetched expert given up (HZ_PREFETCH_GATE_PCT=100 with a
+ * window of 1) declines the model's later predictions: the model then computes no prediction, the
+ * declined steps still count as requests, fewer experts are prefetched than with the gate off, and
+ * tokens and logits stay those of decoding without prefetch. */
+static void test_gate_declines_model_predictions(void **state) {
+    int transport = *(const int *)*state;
+    char *dir = NULL;
+    assert_int_equal(tiny_tmpdir(&dir), HZ_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s/m.hzq", dir);
+    assert_int_equal(tiny_model_write(path, HZ_ARCH_OLMOE, 7), HZ_OK);
+    stack off, free_gate, gated;
+    stack_open(&off, path, 3, transport, HZ_PREFETCH_OFF);
+    setenv("HZ_PREFETCH_GATE_PCT", "0", 1);
+    stack_open(&free_gate, path, 3, transport, HZ_PREFETCH_NEXT_LAYER);
+    setenv("HZ_PREFETCH_GATE_PCT", "100", 1);
+    setenv("HZ_PREFETCH_GATE_WINDOW", "1", 1);
+    stack_open(&gated, path, 3, transport, HZ_PREFETCH_NEXT_LAYER);
+    unsetenv("HZ_PREFETCH_GATE_PCT");
+    unsetenv("HZ_PREFETCH_GATE_WINDOW");
+    const uint32_t V = off.vocab;
+    run_out a = {.logits = calloc((size_t)STEPS * V, sizeof(float))};
+    run_out b = {.logits = calloc((size_t)STEPS * V, sizeof(float))};
+    run_out g = {.logits = calloc((size_t)STEPS * V, sizeof(float))};
+    assert_non_null(a.logits);
+    assert_non_null(b.logits);
+    assert_non_null(g.logits);
+    assert_int_equal(run(off.m, NULL, V, 0, &a), HZ_OK);
+    assert_int_equal(run(free_gate.m, free_gate.c, V, 0, &b), HZ_OK);
+    assert_int_equal(run(gated.m, gated.c, V, 0, &g), HZ_OK);
+    assert_memory_equal(a.tokens, g.tokens, sizeof a.tokens);
+    assert_memory_equal(a.logits, g.logits, (size_t)STEPS * V * sizeof(float));
+    hz_cache_prefetch_wait(free_gate.c);
+    hz_cache_prefetch_wait(gated.c);
+    fprintf(stderr, "  %-10s gate off: %.0f experts prefetched, %.0f used, %.0f wasted; gate at 100%%/1: %.0f, "
+                    "%.0f, %.0f, %.0f predictions declined, %.0f closures\n",
+            tu_transport_name(transport), tu_stat(free_gate.c, "prefetch_experts"),
+            tu_stat(free_gate.c, "prefetch_hits"),
+            tu_stat(free_gate.c, "prefetch_wasted_bytes") / tu_stat(free_gate.c, "row_bytes"),
+            tu_stat(gated.c, "prefetch_experts"), tu_stat(gated.c, "prefetch_hits"),
+            tu_stat(gated.c, "prefetch_wasted_bytes") / tu_stat(gated.c, "row_bytes"), tu_stat(gated.c, "prefetch_gated"),
+            tu_stat(gated.c, "prefetch_gate_closed"));
+    assert_true(tu_stat(free_gate.c, "prefetch_wasted_bytes") > 0); /* this model and seed waste some */
+    assert_int_equal(tu_stat(free_gate.c, "prefetch_gated"), 0);
+    assert_true(tu_stat(gated.c, "prefetch_gate_closed") >= 1);
+    assert_true(tu_stat(gated.c, "prefetch_gated") > 0);
+    assert_int_equal(tu_stat(gated.c, "prefetch_requests"), STEPS);
+    assert_true(tu_stat(gated.c, "prefetch_experts") < tu_stat(free_gate.c, "prefetch_experts"));
+    assert_true(tu_stat(gated.c, "misses") + tu_stat(gated.c, "prefetch_hits") == tu_stat(off.c, "misses"));
+    tu_check_invariants(gated.c);
+    free(a.logits);
+    free(b.logits);
+    free(g.logits);
+    stack_close(&gated);
+    stack_close(&free_gate);
+    stack_close(&off);
+    tiny_rmdir(dir);
+    free(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TU_TRANSPORT_TESTS(test_olmoe, NULL, NULL),
         TU_TRANSPORT_TESTS(test_qwen, NULL, NULL),
         TU_TRANSPORT_TESTS(test_threads_share_prefetching_cache, NULL, NULL),
+        TU_TRANSPORT_TESTS(test_gate_declines_model_predictions, NULL, NULL),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
