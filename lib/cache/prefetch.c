@@ -45,9 +45,9 @@ static void note_failure(hz_cache *c, uint32_t layer, const char *msg) {
 /* ---- the gate ------------------------------------------------------------------------------------
  * A prediction pays only when the acquire uses what it loaded; the copies of a wrong one compete with
  * the demand misses for the staging threads and the copy engine. On the full-size OLMoE-1B-7B shape
- * with random weights (H200, 30 of 64 experts resident, 2026-11-29, doc/benchmarks.md tenth round) 246
- * of 8,367 and of 9,650 prefetched experts were used in two runs, and decode ran 34-38% slower with
- * prefetch on. So once
+ * with random weights (H200, 30 of 64 experts resident, 2026-11-29, doc/benchmarks.md tenth round) in two
+ * runs 246 of the 9,650 and of the 8,367 experts prefetched were used, and decode ran 34-38% slower
+ * with prefetch on. So once
  * kGateWindow prefetched experts have been resolved, the gate closes when fewer than gate.pct in 100
  * were used, declines the next gate.pause predictions (hz_cache_prefetch_admit), and opens again with a
  * new window: a probe, since routing can become predictable later in a text. */
