@@ -223,7 +223,9 @@ typedef enum hz_prefetch {
     HZ_PREFETCH_NEXT_LAYER = 1 /* while layer l computes, a model applies layer l+1's router to layer l's
                                   MoE input and the cache starts loading the predicted experts that are
                                   missing on a thread of its own (decode steps; prefill does not
-                                  predict) */
+                                  predict). A gate stops predicting for a while when fewer than a quarter
+                                  of the last 64 prefetched experts were used (prefetch_gated;
+                                  doc/cache-contract.md, "The gate") */
 } hz_prefetch;
 
 typedef struct hz_cache_options {
