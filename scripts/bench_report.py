@@ -153,7 +153,8 @@ def run_figures(rep, run, mb, ceil, peer):
     n_tok = p["tokens"]
     lab, m = run["label"], run["cache"]["measured"]
     f = {"model": lab["model_shape"]["architecture"], "executor": lab["executor"], "residency": lab["residency"],
-         "resident": lab["resident"], "experts": lab["experts"], "transport": lab["transport"],
+         "resident": lab["resident"], "experts": lab["experts"],
+         "transport": lab["transport"] + ("+prefetch" if lab.get("prefetch") == "next_layer" else ""),
          "blocks": p["blocks"], "prompts": p["prompts"], "tokens": n_tok, "quick": p.get("quick", False),
          "invariant_checker": lab.get("invariant_checker"), "device": lab["device"],
          "pooled_decode_tok_s": run["pooled_decode_tok_s"], "overall_output_tok_s": run["overall_output_tok_s"],

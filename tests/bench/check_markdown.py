@@ -108,7 +108,9 @@ def check_figures(figs, reports, summaries, ceil, peer_arch):
     by_run = {}
     for name, r in reports.items():
         for run in r["runs"]:
-            by_run[(name, run["label"]["residency"], run["label"]["transport"])] = (r, run)
+            lab = run["label"]
+            xport = lab["transport"] + ("+prefetch" if lab.get("prefetch") == "next_layer" else "")
+            by_run[(name, lab["residency"], xport)] = (r, run)
     check(len(figs) == len(by_run), f"{len(figs)} figure sets for {len(by_run)} runs")
     read_bw = ceil["hbm"]["read"]["gbps"]
     for f in figs:

@@ -75,6 +75,7 @@ def main():
     ap.add_argument("--warmup", type=int, required=True)
     ap.add_argument("--resident", required=True, help="comma-separated residencies, as passed to hz-bench")
     ap.add_argument("--transport", default="serial", help="the --transport given to hz-bench")
+    ap.add_argument("--prefetch", action="store_true", help="hz-bench ran with --prefetch")
     ap.add_argument("--h2d-ceiling", type=float, default=None, help="the --h2d-ceiling given to hz-bench, if any")
     a = ap.parse_args()
     with open(a.report) as f:
@@ -117,6 +118,7 @@ def main():
         check(lab["model_shape"] == r["model"]["shape"], w + ": label shape differs from the model's")
         check(lab["resident"] == res and lab["residency"] == f"c{res}/{experts}", w + ": wrong residency label")
         check(lab["transport"] == a.transport and lab["eviction"] == "lru", w + ": transport/eviction label")
+        check(lab.get("prefetch") == ("next_layer" if a.prefetch else "off"), w + ": prefetch label")
         check(lab["device"] == r["device"]["name"], w + ": device label")
         check(lab["executor"] not in ("", "UNKNOWN"), w + ": no executor name")
 
@@ -183,8 +185,17 @@ def main():
                   w + ": initial fill is not every expert of every layer")
         else:
             check(m["misses"] > 0, f"{w}: partial residency had no misses")
-            check(m["h2d_bytes"] == m["misses"] * row, w + ": H2D bytes != misses x row bytes")
-            check(m["evictions"] == m["misses"], w + ": every miss at a full cache evicts one expert")
+            if a.prefetch:
+                # Prefetched experts are H2D copies too (a load may straddle the window's edges, so only
+                # whole rows beyond the misses' are checked); a used one replaces a miss and evicts as
+                # that miss would have.
+                pf = run["prefetch"]
+                extra = m["h2d_bytes"] - m["misses"] * row
+                check(extra >= 0 and extra % row == 0, w + ": H2D bytes are not misses x row bytes + whole rows")
+                check(m["evictions"] == m["misses"] + pf["hits"], w + ": evictions != misses + prefetch hits")
+            else:
+                check(m["h2d_bytes"] == m["misses"] * row, w + ": H2D bytes != misses x row bytes")
+                check(m["evictions"] == m["misses"], w + ": every miss at a full cache evicts one expert")
 
         v = run["vram"]
         need(v, w + ".vram", ["peak_bytes", "scope", "method"])
