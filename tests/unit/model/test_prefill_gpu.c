@@ -329,8 +329,10 @@ static void run_faults(const char *arch, const char *path) {
 
 static void run_arch(const char *arch, const char *path, int quick) {
     static const uint32_t lengths[] = {1, 7, 64, 150};
+    /* quick (the sanitizers): 7 and 64 tokens, one chunk and two (the second partial); racecheck did not
+     * finish within 300 s with 7 and 150 on the H200 (2026-11-29) */
     const uint32_t n_len = quick ? 2u : (uint32_t)(sizeof lengths / sizeof lengths[0]);
-    for (uint32_t i = 0; i < n_len; i++) run_length(arch, path, quick ? lengths[2 * i + 1] : lengths[i]);
+    for (uint32_t i = 0; i < n_len; i++) run_length(arch, path, quick ? lengths[i + 1] : lengths[i]);
     check_kv(arch, path, quick ? 64 : 150);
     run_split(arch, path, 64, 40);
     run_faults(arch, path);
