@@ -41,7 +41,8 @@ static void usage(FILE *f) {
             "               through pinned memory on the decoding thread, threaded splits those copies over\n"
             "               a thread pool, registered copies straight from the model file's pages\n"
             "  --prefetch   while a layer computes, start loading the experts the next layer's router\n"
-            "               predicts from the current hidden state (HZ_PREFETCH_NEXT_LAYER)\n"
+            "               predicts from the current hidden state (HZ_PREFETCH_NEXT_LAYER; the cache pauses\n"
+            "               the predictions while fewer than a quarter of them are used)\n"
             "  --stop-at-eos  stop when the model produces its EOS token\n"
             "  --json       print one final JSON line\n");
 }
