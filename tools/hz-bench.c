@@ -636,6 +636,8 @@ typedef struct table_row {
     uint32_t resident, experts;
     double pooled, overall, ttft_ms, resp_ms, spread, hit_rate, misses, h2d_mb;
     int invariant_checker;
+    int prefetch;                           /* speculative prefetch on, with its counters reported */
+    double pf_used, pf_loaded, pf_gated;    /* over the measured window */
     char vram[32], rss[32];
     char miss_bw[16], miss_frac[16]; /* miss-path GB/s and its % of the H2D ceiling, or "-"/"UNKNOWN" */
 } table_row;
@@ -888,6 +890,11 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
      * library's speed, so the label says so. */
     const cJSON *inv = cJSON_GetObjectItemCaseSensitive(s_end.raw, "invariant_checker");
     row->invariant_checker = cJSON_IsTrue(inv);
+    /* the table's prefetch line (stats_end below takes s_end.raw) */
+    row->prefetch = strcmp(json_str(s_end.raw, "prefetch", "off"), "next_layer") == 0 &&
+                    opt_delta(&s_warm, &s_end, "prefetch_hits", &row->pf_used) == 0 &&
+                    opt_delta(&s_warm, &s_end, "prefetch_experts", &row->pf_loaded) == 0 &&
+                    opt_delta(&s_warm, &s_end, "prefetch_gated", &row->pf_gated) == 0;
     if (cJSON_IsBool(inv))
         cJSON_AddBoolToObject(label, "invariant_checker", cJSON_IsTrue(inv));
     else
@@ -1291,6 +1298,12 @@ int main(int argc, char **argv) {
                     r->pooled, r->overall, r->ttft_ms, r->resp_ms, 100.0 * r->spread, 100.0 * r->hit_rate, r->misses,
                     r->h2d_mb, r->miss_bw, r->miss_frac, r->vram, r->rss);
         }
+        for (uint32_t i = 0; i < n_res; i++)
+            if (rows[i].prefetch)
+                fprintf(t, "prefetch c%u/%u: %.0f of %.0f prefetched experts used (%.1f%%), %.0f predictions declined by "
+                           "the gate\n",
+                        rows[i].resident, rows[i].experts, rows[i].pf_used, rows[i].pf_loaded,
+                        rows[i].pf_loaded > 0 ? 100.0 * rows[i].pf_used / rows[i].pf_loaded : 0.0, rows[i].pf_gated);
         for (uint32_t i = 0; i < n_res; i++)
             if (rows[i].invariant_checker) {
                 fprintf(t, "note: this build runs the cache invariant checker (debug build); publish figures "

@@ -32,6 +32,12 @@ grep -q '^c8/8 ' "$w/table.txt" || fail "table lacks the c8/8 row"
 grep -q 'miss GB/s' "$w/table.txt" || fail "table lacks the miss-path column"
 python3 "$check" "$w/out.json" --prompts 2 --blocks 1 --tokens 16 --warmup 4 --resident 4,8 --h2d-ceiling 25
 
+# 1b. --prefetch: the table says how much of what was prefetched was used; without it, no such line
+"$bench" "$w/a.hzq" --quick --device cpu --resident 4 --prefetch --json "$w/pf.json" >"$w/pf.txt"
+grep -q '^prefetch c4/8: [0-9]* of [0-9]* prefetched experts used' "$w/pf.txt" || { cat "$w/pf.txt"; fail "no prefetch line"; }
+python3 "$check" "$w/pf.json" --prompts 2 --blocks 1 --tokens 16 --warmup 4 --resident 4 --prefetch
+! grep -q '^prefetch ' "$w/table.txt" || fail "a prefetch line without --prefetch"
+
 # 2. --json - puts the report on stdout and the table on stderr; explicit sizes override --quick
 "$bench" "$w/a.hzq" --quick --tokens 3 --warmup 0 --device cpu --json - >"$w/stdout.json" 2>"$w/stderr.txt"
 grep -q '^c8/8 ' "$w/stderr.txt" || fail "with --json - the table should go to stderr"
