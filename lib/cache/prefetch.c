@@ -69,6 +69,12 @@ static void gate_outcome(hz_prefetcher *pf, uint32_t used, uint32_t wasted) {
     gt->win_hits = gt->win_wasted = 0;
 }
 
+/* Prefetched rows given up unused: counted, and an outcome for the gate. mu held. */
+static void note_wasted(hz_prefetcher *pf, uint32_t rows) {
+    pf->n.wasted_rows += rows;
+    gate_outcome(pf, 0, rows);
+}
+
 /* Whether expert e is in group[0..n). */
 static int in_group(uint32_t e, const uint32_t *group, uint32_t n) {
     for (uint32_t i = 0; i < n; i++)
@@ -93,10 +99,9 @@ static void keep_ready_of(hz_cache *c, uint32_t layer, const uint32_t *ids, uint
         } else {
             c->rows[r].state = HZ_ROW_FREE;
             c->rows[r].layer = c->rows[r].expert = 0;
-            pf->n.wasted_rows++;
         }
     }
-    gate_outcome(pf, 0, pf->ready_n - keep);
+    note_wasted(pf, pf->ready_n - keep);
     pf->ready_n = keep;
 }
 
@@ -307,8 +312,7 @@ void hz_prefetch_drop_ready_locked(hz_cache *c) {
         row->state = HZ_ROW_FREE;
         row->layer = row->expert = 0;
     }
-    pf->n.wasted_rows += pf->ready_n;
-    gate_outcome(pf, 0, pf->ready_n);
+    note_wasted(pf, pf->ready_n);
     pf->ready_n = 0;
 }
 
@@ -339,8 +343,7 @@ int hz_prefetch_adopt_locked(hz_cache *c, uint32_t layer, const uint32_t *group,
         /* Nothing changed before the swap: the rows are simply given up, the miss path loads them. */
         pf->n.hits -= k;
         pf->n.publications--;
-        pf->n.wasted_rows += k;
-        gate_outcome(pf, 0, k);
+        note_wasted(pf, k);
         hz_cache_unreserve_rows(c, k);
         c->failed_txns++;
         return st;

@@ -264,6 +264,14 @@ static int shared_beside(void) {
     return !(env && strcmp(env, "0") == 0);
 }
 
+/* HZ_GPU_ROUTE_KERNEL, read once per session (route_own_kernel): -1 unset or unknown, 0, 1 for "all". */
+static int route_kernel_env(void) {
+    const char *env = getenv("HZ_GPU_ROUTE_KERNEL");
+    if (env && strcmp(env, "0") == 0) return 0;
+    if (env && strcmp(env, "all") == 0) return 1;
+    return -1;
+}
+
 int hz_gpu_session_create(hz_session *s) {
     hz_model *m = s->model;
     const hz_model_config *c = &m->cfg;
@@ -275,6 +283,7 @@ int hz_gpu_session_create(hz_session *s) {
     g->attn_splits = hz_decode_attention_splits(&m->gpu->dev, c->heads, s->max_context);
     g->use_graph = 1;
     g->use_pdl = 1;
+    g->route_kernel = route_kernel_env();
     const uint64_t act_bytes = layout_act(s, g, NULL);
     const uint64_t kv_bytes = (uint64_t)c->layers * s->max_context * c->kv_heads * c->head_dim * sizeof(hz_f16);
     const uint32_t K = c->top_k, rows_n = m->group_limit > K ? m->group_limit : K;
@@ -408,12 +417,10 @@ static int enqueue_prediction(hz_session *s, uint32_t l) {
  * Qwen's shared-expert rows in the same GEMV the tail runs while they stream, and its own kernel was
  * slower (1.491 / 1.483 -> 1.529 / 1.521 ms). HZ_GPU_ROUTE_KERNEL = 0 (never) or all (whatever the
  * rows) for the comparisons (doc/benchmarks.md, eighth round). */
-static int route_own_kernel(int shared_rows) {
-    const char *env = getenv("HZ_GPU_ROUTE_KERNEL");
-    if (env && strcmp(env, "0") == 0) return 0;
-    if (env && strcmp(env, "all") == 0) return 1;
-    return !shared_rows;
+static int route_own_kernel(const hz_gpu_session *g, int shared_rows) {
+    return g->route_kernel >= 0 ? g->route_kernel : !shared_rows;
 }
+
 
 /* Enqueues the copy of the first n predicted ids into `ids` (host stack memory, so the copy completes
  * before the call returns on cuda; counted under purpose routing). */
@@ -490,7 +497,7 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
                             .table = gm->full ? gm->table + (size_t)l * E : NULL, .rows_out = g->rows_dev,
                             .tail_scratch = g->tail};
         r++;
-        const int own_route = route_own_kernel(ra.nseg > 1);
+        const int own_route = route_own_kernel(g, ra.nseg > 1);
         if (own_route) ra.tail = HZ_DGEMV_TAIL_NONE;
         CALL(hz_decode_gemv(&ra, &gm->dev, &kl));
         if (own_route) {

@@ -199,7 +199,7 @@ static uint64_t decode_path(hz_session *s, char *out, size_t n) {
 }
 
 /* Graph, eager + PDL, plain eager, and the graph with the router tail placed the other way (its own
- * kernel or inside the router GEMV: HZ_GPU_ROUTE_KERNEL, read when a step is enqueued) on the same model:
+ * kernel or inside the router GEMV: HZ_GPU_ROUTE_KERNEL, read when a session is created) on the same model:
  * bit-identical logits; greedy steps copy 4 bytes back, not the logits; a sampling session fetches
  * them. */
 #define N_MODES 4
