@@ -976,6 +976,7 @@ static void add_prefetch(cJSON *j, int mode, const hz_prefetch_counts *n, const 
     cJSON_AddNumberToObject(j, "prefetch_gate_closed", (double)n->gate_closed);
     cJSON_AddNumberToObject(j, "prefetch_gate_pct", gate->pct);
     cJSON_AddStringToObject(j, "prefetch_gate", gate->left ? "closed" : "open");
+    cJSON_AddNumberToObject(j, "prefetch_gate_strikes", gate->strikes);
     if (last_error[0]) cJSON_AddStringToObject(j, "prefetch_last_error", last_error);
     else cJSON_AddNullToObject(j, "prefetch_last_error");
 }
@@ -1125,7 +1126,9 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
                             "prefetch_experts = prefetch_hits + wasted rows + prefetch_ready; the gate: once 64 "
                             "prefetched experts are resolved (used or given up), it closes when fewer than "
                             "prefetch_gate_pct of 100 were used (0: never) and declines the next predictions "
-                            "(prefetch_gated, also counted in prefetch_requests; prefetch_gate_closed: closures)");
+                            "(prefetch_gated, also counted in prefetch_requests; prefetch_gate_closed: closures): 16 "
+                            "per layer after one failed window, twice as many after each further one in a row "
+                            "(prefetch_gate_strikes), at most 64 times as many; a window that passes resets it");
     cJSON_AddStringToObject(notes, "miss_latency_us",
                             "per acquire that loaded experts: from taking the transaction lock to the last "
                             "publication (includes waiting for spare rows)");

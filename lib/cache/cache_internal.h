@@ -81,13 +81,19 @@ typedef struct hz_prefetch_counts {
 
 /* The prefetcher's gate (prefetch.c, "the gate"): once `window` prefetched experts have been resolved
  * (used by an acquire, or given up), it closes when fewer than gate_pct of 100 were used, and then
- * declines the next `pause` predictions before it opens with a new window. */
+ * declines the next predictions (`pause`, doubled for each further failed window in a row) before it
+ * opens with a new window. */
 typedef struct hz_prefetch_gate {
     uint32_t pct;               /* 0: never closes */
-    uint32_t window, pause;     /* resolved experts per window; predictions declined per closure */
+    uint32_t window, pause;     /* resolved experts per window; predictions declined by a first closure */
+    uint32_t strikes;           /* windows below pct in a row: closure n declines pause << min(n - 1,
+                                 * HZ_PREFETCH_GATE_MAX_SHIFT); a window at or above pct resets it */
     uint32_t win_hits, win_wasted;
     uint32_t left;              /* predictions still to decline (0: open) */
 } hz_prefetch_gate;
+
+/* The longest closure is pause << HZ_PREFETCH_GATE_MAX_SHIFT predictions. */
+#define HZ_PREFETCH_GATE_MAX_SHIFT 6u
 
 typedef struct hz_prefetcher {
     int mode;                /* hz_prefetch */

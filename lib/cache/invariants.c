@@ -114,11 +114,13 @@ static int check_prefetch(hz_cache *c, char *why, size_t why_len) {
                  pf->started);
         return HZ_ESTATE;
     }
-    if (pf->gate.left > pf->gate.pause || n->gated > n->requests ||
-        (pf->gate.pct == 0 && (n->gated || n->gate_closed || pf->gate.left))) {
-        snprintf(why, why_len, "prefetch gate: %u of %u predictions left to decline, %llu declined of %llu requests, "
-                 "%llu closures at %u%%", pf->gate.left, pf->gate.pause, (unsigned long long)n->gated,
-                 (unsigned long long)n->requests, (unsigned long long)n->gate_closed, pf->gate.pct);
+    if ((uint64_t)pf->gate.left > ((uint64_t)pf->gate.pause << HZ_PREFETCH_GATE_MAX_SHIFT) || n->gated > n->requests ||
+        (pf->gate.pct == 0 && (n->gated || n->gate_closed || pf->gate.left || pf->gate.strikes)) ||
+        pf->gate.strikes > n->gate_closed) {
+        snprintf(why, why_len, "prefetch gate: %u predictions left to decline (pause %u), %llu declined of %llu requests, "
+                 "%llu closures at %u%%, %u failed windows in a row", pf->gate.left, pf->gate.pause,
+                 (unsigned long long)n->gated, (unsigned long long)n->requests, (unsigned long long)n->gate_closed,
+                 pf->gate.pct, pf->gate.strikes);
         return HZ_ESTATE;
     }
     if (pf->mode != HZ_PREFETCH_OFF && !pf->started && !pf->stop) {

@@ -685,6 +685,51 @@ static void test_gate_closes_on_wasted_predictions(void **state) {
     close_cache(&f);
 }
 
+/* Two wasted rounds (8 resolved experts, window 8) close the gate; all the predictions it then declines
+ * are admitted as 0, and the next is admitted. Returns how many were declined. */
+static uint32_t close_and_count(fixture *f, int i0) {
+    wasted_round(f, i0);
+    wasted_round(f, i0 + 1);
+    uint32_t declined = 0;
+    while (hz_cache_prefetch_admit(f->c) == 0) {
+        declined++;
+        if (declined > 100000) fail_msg("the gate never opened again");
+    }
+    tu_check_invariants(f->c);
+    return declined;
+}
+
+/* Failed windows in a row double the pause (3 layers x 16, then 96, 192, ... up to 64 x 48); a window
+ * whose predictions were used resets it. */
+static void test_gate_backs_off(void **state) {
+    (void)state;
+    fixture f = {0};
+    open_gated(&f, NULL, "8");
+    const uint32_t expect[8] = {48, 96, 192, 384, 768, 1536, 3072, 3072};
+    for (int n = 0; n < 8; n++) {
+        assert_int_equal(close_and_count(&f, 2 * n), expect[n]);
+        assert_int_equal(tu_stat(f.c, "prefetch_gate_strikes"), n + 1);
+    }
+    assert_int_equal(tu_stat(f.c, "prefetch_gate_closed"), 8);
+    /* The admit that reopened the gate above was a prediction: load it and let the acquire use it
+     * (the resident group is 0..3 after the odd round), then one more used round: 8 used. */
+    const uint32_t ga[4] = {8, 9, 10, 11}, gb[4] = {12, 13, 14, 15};
+    for (int j = 0; j < 2; j++) {
+        if (j) assert_int_equal(hz_cache_prefetch_admit(f.c), 1);
+        const uint32_t *g = j ? gb : ga;
+        assert_int_equal(hz_cache_prefetch(f.c, 1, g, 4), HZ_OK);
+        hz_cache_prefetch_wait(f.c);
+        tu_acquire_check_release(f.c, f.b, 1, g, 4);
+    }
+    assert_int_equal(tu_stat(f.c, "prefetch_gate_strikes"), 0);
+    assert_int_equal(tu_stat(f.c, "prefetch_gate_closed"), 8);
+    /* 12..15 resident now: the odd round first, so that both rounds miss */
+    assert_int_equal(close_and_count(&f, 1), 48);
+    assert_int_equal(tu_stat(f.c, "prefetch_gated"), 48 + 96 + 192 + 384 + 768 + 1536 + 3072 + 3072 + 48);
+    check_accounting(&f);
+    close_cache(&f);
+}
+
 /* Predictions that the acquires use keep the gate open however many are resolved. */
 static void test_gate_stays_open_when_used(void **state) {
     (void)state;
@@ -783,6 +828,7 @@ int main(void) {
         cmocka_unit_test(test_prefetch_options_and_input),
         cmocka_unit_test(test_gate_closes_on_wasted_predictions),
         cmocka_unit_test(test_gate_stays_open_when_used),
+        cmocka_unit_test(test_gate_backs_off),
         cmocka_unit_test(test_gate_threshold),
         cmocka_unit_test(test_gate_settings),
     };
