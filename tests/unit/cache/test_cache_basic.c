@@ -243,11 +243,11 @@ static void test_lru_order(void **state) {
 
 static void test_bad_input(void **state) {
     fixture *f = *state;
-    char before[4096], after[4096];
     char *s = NULL;
     assert_int_equal(hz_cache_stats_json(f->c, &s), HZ_OK);
-    snprintf(before, sizeof before, "%s", s);
+    cJSON *jb = cJSON_Parse(s); /* parsed whole: the report has no fixed length */
     hz_free(s);
+    assert_non_null(jb);
 
     hz_generation *l = (hz_generation *)0x1;
     uint32_t ok[2] = {0, 1};
@@ -291,10 +291,10 @@ static void test_bad_input(void **state) {
     assert_int_equal(hz_device_close(d2), HZ_OK);
 
     assert_int_equal(hz_cache_stats_json(f->c, &s), HZ_OK);
-    snprintf(after, sizeof after, "%s", s);
+    cJSON *ja = cJSON_Parse(s);
     hz_free(s);
+    assert_non_null(ja);
     /* only the two good acquires changed anything: same generation, no transactions */
-    cJSON *jb = cJSON_Parse(before), *ja = cJSON_Parse(after);
     const char *same[] = {"generation", "misses", "publications", "evictions", "failed_transactions", "leases_active"};
     for (size_t i = 0; i < sizeof same / sizeof *same; i++)
         assert_true(cJSON_GetObjectItem(jb, same[i])->valuedouble == cJSON_GetObjectItem(ja, same[i])->valuedouble);
