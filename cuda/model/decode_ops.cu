@@ -19,8 +19,10 @@ constexpr uint32_t kGemvMaxIn = 16384; /* x staged in shared memory: 32 KB */
 
 /* ---- step start ----------------------------------------------------------------------------------- */
 
-__global__ void begin_kernel(int32_t token, uint32_t pos, hz_dstep *d) {
-    d->token = token;
+/* token_src: the token is the previous step's argmax, read on the device (a step queued before the
+ * host knows that token); NULL: `token`. */
+__global__ void begin_kernel(int32_t token, uint32_t pos, hz_dstep *d, const int32_t *token_src) {
+    d->token = token_src ? *token_src : token;
     d->pos = pos;
 }
 
@@ -369,7 +371,7 @@ extern "C" int hz_decode_device_info(void *stream, uint32_t max_in, hz_decode_de
 
 extern "C" int hz_decode_begin(int32_t token, uint32_t pos, hz_dstep *d_step, void *stream) {
     if (!d_step) return hz_error(HZ_EINVAL, "decode begin: NULL step");
-    begin_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(token, pos, d_step);
+    begin_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(token, pos, d_step, nullptr);
     cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the step-begin kernel");
 }
@@ -610,9 +612,9 @@ extern "C" int hz_decode_graph_end_capture(void *capture_stream, int ok, hz_deco
 }
 
 extern "C" int hz_decode_graph_launch(hz_decode_graph *g, int32_t token, uint32_t pos, hz_dstep *d_step,
-                                      void *stream) {
+                                      const int32_t *token_src, void *stream) {
     if (!g || !d_step) return hz_error(HZ_EINVAL, "decode graph: NULL argument");
-    void *args[3] = {&token, &pos, &d_step};
+    void *args[4] = {&token, &pos, &d_step, &token_src};
     cudaKernelNodeParams kp = {};
     kp.func = reinterpret_cast<void *>(begin_kernel);
     kp.gridDim = dim3(1);

@@ -201,7 +201,10 @@ int hz_decode_graph_begin_capture(void *compute_stream, void **capture_stream);
 /* Ends a capture begun above; `ok` = 0 when the enqueueing failed (the capture is then discarded and
  * HZ_OK returned with *out NULL). */
 int hz_decode_graph_end_capture(void *capture_stream, int ok, hz_decode_graph **out);
-int hz_decode_graph_launch(hz_decode_graph *g, int32_t token, uint32_t pos, hz_dstep *d_step, void *stream);
+/* token_src non-NULL: the step's token is read on the device from there when the graph runs (the
+ * previous step's argmax), and `token` is ignored. */
+int hz_decode_graph_launch(hz_decode_graph *g, int32_t token, uint32_t pos, hz_dstep *d_step,
+                           const int32_t *token_src, void *stream);
 /* Kernel nodes in the graph (reported in the session stats). */
 uint32_t hz_decode_graph_nodes(const hz_decode_graph *g);
 void hz_decode_graph_destroy(hz_decode_graph *g);

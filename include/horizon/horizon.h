@@ -384,7 +384,13 @@ uint32_t hz_session_position(const hz_session *session);
 int hz_prefill(hz_session *session, const int32_t *tokens, uint32_t n, int32_t *out_next);
 
 /* Runs one token at the current position, leaves its logits readable, and samples the next token.
- * Errors as hz_prefill. */
+ * Errors as hz_prefill.
+ * A greedy cuda session at full residency may return while the device already runs the step at the next
+ * position with the token it returned (queued ahead, so that the device does not wait for the host
+ * between steps): the next hz_decode_step with that token finishes sooner; any other call (another
+ * token, hz_prefill, hz_session_reset then a run, hz_session_logits) first waits for that step, and its
+ * results are the same bits as without it. The environment variable HZ_GPU_SPECULATE=0, read when a
+ * session is created, turns it off. */
 int hz_decode_step(hz_session *session, int32_t token, int32_t *out_next);
 
 /* The FP32 logits of the last token run (vocab_size values), owned by the session, valid until its next

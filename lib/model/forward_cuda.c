@@ -194,7 +194,10 @@ void hz_gpu_session_destroy(hz_session *s) {
     hz_backend *be = s->model->gpu->be;
     (void)be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
     hz_gpu_prefill_destroy(s);
-    hz_decode_graph_destroy(g->graph);
+    for (int p = 0; p < 2; p++) {
+        hz_decode_graph_destroy(g->graphs[p]);
+        if (g->step_done[p]) be->ops->event_destroy(be, g->step_done[p]);
+    }
     hz_decode_side_destroy(g->side);
     hz_event_destroy(g->done);
     if (g->act) be->ops->mem_free(be, g->act);
@@ -225,7 +228,9 @@ static uint64_t layout_act(hz_session *s, hz_gpu_session *g, uint8_t *base) {
     g->acc = hz_gpu_carve(base, &off, H * 4);
     g->shg = hz_gpu_carve(base, &off, S * 4);
     g->shu = hz_gpu_carve(base, &off, S * 4);
-    g->logits = hz_gpu_carve(base, &off, V * 4);
+    g->logits_buf[0] = hz_gpu_carve(base, &off, V * 4);
+    g->logits_buf[1] = hz_gpu_carve(base, &off, V * 4);
+    g->logits = g->logits_buf[0];
     g->rope = hz_gpu_carve(base, &off, (uint64_t)s->max_context * c->head_dim * 4);
     g->route = hz_gpu_carve(base, &off, 2 * K * 4);
     g->route_w = g->route ? (float *)(g->route + K) : NULL;
@@ -264,6 +269,12 @@ static int shared_beside(void) {
     return !(env && strcmp(env, "0") == 0);
 }
 
+/* HZ_GPU_SPECULATE=0 turns the step queued ahead off (hz_gpu_session.speculate). */
+static int speculate_env(void) {
+    const char *env = getenv("HZ_GPU_SPECULATE");
+    return !(env && strcmp(env, "0") == 0);
+}
+
 /* HZ_GPU_ROUTE_KERNEL, read once per session (route_own_kernel): -1 unset or unknown, 0, 1 for "all". */
 static int route_kernel_env(void) {
     const char *env = getenv("HZ_GPU_ROUTE_KERNEL");
@@ -284,10 +295,11 @@ int hz_gpu_session_create(hz_session *s) {
     g->use_graph = 1;
     g->use_pdl = 1;
     g->route_kernel = route_kernel_env();
+    g->speculate = speculate_env();
     const uint64_t act_bytes = layout_act(s, g, NULL);
     const uint64_t kv_bytes = (uint64_t)c->layers * s->max_context * c->kv_heads * c->head_dim * sizeof(hz_f16);
     const uint32_t K = c->top_k, rows_n = m->group_limit > K ? m->group_limit : K;
-    const uint64_t pinned_bytes = hz_align_up(2u * K * 4u + 4u, 64) + (uint64_t)c->vocab * 4u;
+    const uint64_t pinned_bytes = hz_align_up(2u * K * 4u + 8u, 64) + (uint64_t)c->vocab * 4u;
     g->rows = hz_calloc(rows_n, sizeof *g->rows);
     if (!g->rows) return HZ_ENOMEM;
     int st = be->ops->mem_alloc(be, act_bytes, (void **)&g->act);
@@ -295,14 +307,17 @@ int hz_gpu_session_create(hz_session *s) {
     if (!st) st = be->ops->mem_alloc(be, kv_bytes, (void **)&g->vc);
     if (!st) st = be->ops->pinned_alloc(be, pinned_bytes, (void **)&g->pinned);
     if (!st) st = hz_event_create(m->device, &g->done);
+    for (int p = 0; p < 2 && !st; p++) st = be->ops->event_create(be, &g->step_done[p]);
     if (!st && c->shared_inter && shared_beside()) st = hz_decode_side_create(m->gpu->queue, &g->side);
     if (st) return hz_error_prefix(st, "session: device state (%llu + 2 x %llu bytes)",
                                    (unsigned long long)act_bytes, (unsigned long long)kv_bytes);
     layout_act(s, g, g->act);
     g->h_ids = (uint32_t *)g->pinned;
     g->h_w = (float *)(g->pinned + (size_t)K * 4u);
-    g->h_argmax = (int32_t *)(g->pinned + (size_t)2u * K * 4u);
-    s->logits = (float *)(g->pinned + hz_align_up(2u * K * 4u + 4u, 64));
+    g->h_argmax_slot[0] = (int32_t *)(g->pinned + (size_t)2u * K * 4u);
+    g->h_argmax_slot[1] = g->h_argmax_slot[0] + 1;
+    g->h_argmax = g->h_argmax_slot[0];
+    s->logits = (float *)(g->pinned + hz_align_up(2u * K * 4u + 8u, 64));
     memset(s->logits, 0, (size_t)c->vocab * 4u);
 
     float *rope = rope_table(c, s->max_context);
@@ -547,26 +562,85 @@ static void graph_failed(hz_gpu_session *g, const char *why) {
     hz_log(HZ_LOG_WARN, "decode: CUDA graph capture failed, running the step eagerly: %s", g->graph_why);
 }
 
-/* Captures the whole full-residency step once: begin (token and position as kernel parameters, set
- * again at every replay), the layers, lm_head and argmax. Nothing is executed by the capture. */
+/* Captures the whole full-residency step, once per position parity (graphs[p] writes logits_buf[p]):
+ * begin (token and position as kernel parameters, set again at every replay), the layers, lm_head and
+ * argmax. Nothing is executed by the capture. */
 static void graph_capture(hz_session *s) {
     hz_gpu_session *g = s->gpu;
-    void *cs = NULL;
-    int st = hz_decode_graph_begin_capture(s->model->gpu->queue, &cs);
-    if (st) {
-        graph_failed(g, hz_last_error_message());
-        return;
-    }
-    int est = hz_decode_begin(0, 0, g->dstep, cs);
-    if (!est) est = enqueue_step(s, 1, cs);
-    char why[sizeof g->graph_why] = "";
-    if (est) snprintf(why, sizeof why, "%s", hz_last_error_message());
-    st = hz_decode_graph_end_capture(cs, est == HZ_OK, &g->graph);
-    if (est || st || !g->graph) {
-        graph_failed(g, est ? why : hz_last_error_message());
-        return;
+    float *const logits = g->logits;
+    for (int p = 0; p < 2; p++) {
+        void *cs = NULL;
+        int st = hz_decode_graph_begin_capture(s->model->gpu->queue, &cs);
+        if (st) {
+            graph_failed(g, hz_last_error_message());
+            return;
+        }
+        g->logits = g->logits_buf[p];
+        int est = hz_decode_begin(0, 0, g->dstep, cs);
+        if (!est) est = enqueue_step(s, 1, cs);
+        g->logits = logits;
+        char why[sizeof g->graph_why] = "";
+        if (est) snprintf(why, sizeof why, "%s", hz_last_error_message());
+        st = hz_decode_graph_end_capture(cs, est == HZ_OK, &g->graphs[p]);
+        if (est || st || !g->graphs[p]) {
+            graph_failed(g, est ? why : hz_last_error_message());
+            return;
+        }
     }
     g->graph_state = 1;
+}
+
+/* Queues the step at position pos ahead (graphs[pos & 1], its token the device's argmax of the step
+ * before), its argmax copy into h_argmax_slot[pos & 1] and the event after it. */
+static int spec_launch(hz_session *s, uint32_t pos) {
+    hz_gpu_session *g = s->gpu;
+    hz_backend *be = s->model->gpu->be;
+    const int p = (int)(pos & 1u);
+    int st = hz_decode_graph_launch(g->graphs[p], 0, pos, g->dstep, g->argmax, s->model->gpu->queue);
+    if (!st) st = hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, g->h_argmax_slot[p], g->argmax, 4u, HZ_PURPOSE_ACTIVATION);
+    if (!st) st = be->ops->event_record(be, g->step_done[p], HZ_QUEUE_COMPUTE);
+    if (st) return hz_error_prefix(st, "queueing the step at position %u ahead", pos);
+    g->spec_inflight = 1;
+    g->spec_pos = pos;
+    return HZ_OK;
+}
+
+/* Whether the step after position pos may be queued ahead: a greedy session on the graph path with a
+ * position left. */
+static int spec_wanted(const hz_session *s, uint32_t pos) {
+    const hz_gpu_session *g = s->gpu;
+    return g->speculate && g->use_graph && g->graph_state == 1 && s->model->gpu->full &&
+           s->sampler.temperature == 0.0f && pos + 1u < s->max_context;
+}
+
+/* The step at position pos has been queued (its argmax copy too): queues the next one ahead when
+ * wanted, then waits for this one. The next step's token is then the argmax just read. */
+static int finish_step(hz_session *s, uint32_t pos) {
+    hz_gpu_session *g = s->gpu;
+    hz_backend *be = s->model->gpu->be;
+    int st;
+    if (spec_wanted(s, pos)) {
+        const int p = (int)(pos & 1u);
+        st = be->ops->event_record(be, g->step_done[p], HZ_QUEUE_COMPUTE);
+        if (!st) st = spec_launch(s, pos + 1u);
+        if (!st) st = be->ops->event_wait(be, g->step_done[p]);
+        if (!st) g->spec_token = *g->h_argmax_slot[p];
+    } else {
+        st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
+    }
+    if (st) g->spec_inflight = 0; /* whatever ran is waited for by the next run's drain or teardown */
+    return st;
+}
+
+/* A run other than the one queued ahead: waits for that step (it wrote the device's activations, the
+ * argmax and a K/V row that the run will overwrite) and forgets it. */
+static int spec_drain(hz_session *s) {
+    hz_gpu_session *g = s->gpu;
+    hz_backend *be = s->model->gpu->be;
+    g->spec_inflight = 0;
+    g->spec_discarded++;
+    int st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
+    return st ? hz_error_prefix(st, "waiting for the step queued ahead") : HZ_OK;
 }
 
 /* One token at position pos; `last`: also lm_head and the argmax, brought back to *h_argmax (the
@@ -586,7 +660,7 @@ static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
     const int graphable = gm->full && last && g->use_graph;
     if (graphable && g->graph_state == 2) graph_capture(s);
     if (graphable && g->graph_state == 1) {
-        int st = hz_decode_graph_launch(g->graph, token, pos, g->dstep, q);
+        int st = hz_decode_graph_launch(g->graphs[pos & 1u], token, pos, g->dstep, NULL, q);
         if (st) return hz_error_prefix(st, "decode step at position %u", pos);
         g->graph_steps++;
     } else {
@@ -599,11 +673,39 @@ static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
     if (!last) return HZ_OK;
     g->logits_on_host = 0;
     int st = hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, g->h_argmax, g->argmax, 4u, HZ_PURPOSE_ACTIVATION);
-    if (!st) st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
+    if (!st) st = finish_step(s, pos);
     return st ? hz_error_prefix(st, "decode step at position %u: reading the argmax back", pos) : HZ_OK;
 }
 
+/* The caller's step is the one queued ahead: it is adopted (counted as a graph step), the next one is
+ * queued ahead when wanted, and this one is waited for. */
+static int spec_adopt(hz_session *s) {
+    hz_gpu_session *g = s->gpu;
+    const uint32_t pos = g->spec_pos;
+    const int p = (int)(pos & 1u);
+    g->spec_inflight = 0;
+    g->spec_adopted++;
+    g->graph_steps++;
+    g->logits = g->logits_buf[p];
+    g->h_argmax = g->h_argmax_slot[p];
+    g->logits_on_host = 0;
+    int st = hz_decode_enter(s->model->gpu->queue);
+    if (!st) st = finish_step(s, pos);
+    return st ? hz_error_prefix(st, "decode step at position %u (queued ahead)", pos) : HZ_OK;
+}
+
 int hz_forward_gpu(hz_session *s, const int32_t *tokens, uint32_t n) {
+    hz_gpu_session *g = s->gpu;
+    if (g->spec_inflight) {
+        if (n == 1 && s->pos == g->spec_pos && tokens[0] == g->spec_token && g->graph_state == 1)
+            return spec_adopt(s);
+        int st = spec_drain(s);
+        if (st) return st;
+    }
+    /* The logits and the argmax of this run's last position go to its parity's buffers. */
+    const uint32_t lastp = s->pos + n - 1u;
+    g->logits = g->logits_buf[lastp & 1u];
+    g->h_argmax = g->h_argmax_slot[lastp & 1u];
     /* Prompts run through the batched prefill (prefill_cuda.c); HZ_GPU_PREFILL=token keeps them on the
      * token-by-token path below, =batched sends single tokens there too (tests compare the paths). */
     if (hz_gpu_prefill_wanted(s, n)) return hz_gpu_prefill_forward(s, tokens, n);
@@ -645,8 +747,12 @@ int hz_gpu_session_set_decode(hz_session *s, int graph, int pdl, uint32_t splits
     hz_backend *be = s->model->gpu->be;
     int st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE); /* no replay of the old graph is in flight */
     if (st) return st;
-    hz_decode_graph_destroy(g->graph);
-    g->graph = NULL;
+    if (g->spec_inflight) g->spec_discarded++;
+    g->spec_inflight = 0;
+    for (int p = 0; p < 2; p++) {
+        hz_decode_graph_destroy(g->graphs[p]);
+        g->graphs[p] = NULL;
+    }
     g->graph_state = 0;
     g->graph_why[0] = '\0';
     g->use_graph = graph != 0;
@@ -672,9 +778,12 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
     why[j] = '\0';
     int k = snprintf(buf, n,
                      ",\"decode_path\":\"%s\",\"decode_pdl\":%s,\"graph_kernels\":%u,\"graph_steps\":%llu,"
-                     "\"eager_steps\":%llu,\"attention_splits\":%u,\"graph_fallback\":%s%s%s",
-                     path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graph),
+                     "\"eager_steps\":%llu,\"attention_splits\":%u,\"steps_queued_ahead\":%s,"
+                     "\"steps_ahead_adopted\":%llu,\"steps_ahead_discarded\":%llu,\"graph_fallback\":%s%s%s",
+                     path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graphs[0]),
                      (unsigned long long)g->graph_steps, (unsigned long long)g->eager_steps, g->attn_splits,
+                     g->speculate ? "true" : "false", (unsigned long long)g->spec_adopted,
+                     (unsigned long long)g->spec_discarded,
                      g->graph_state < 0 ? "\"" : "", g->graph_state < 0 ? why : "null", g->graph_state < 0 ? "\"" : "");
     return k < 0 || (size_t)k >= n ? hz_error(HZ_ENOMEM, "session stats: decode fields do not fit") : HZ_OK;
 }

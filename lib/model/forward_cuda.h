@@ -44,13 +44,13 @@ struct hz_gpu_session {
     uint32_t *route;        /* [K ids | K FP32 weights]: one D2H brings both back */
     float *route_w;
     const void **rows_dev;  /* [K] */
-    int32_t *argmax;
+    int32_t *argmax;        /* device: the last step's argmax (also the next queued step's token) */
     void *scratch;
     uint64_t scratch_bytes;
     uint8_t *pinned;        /* host: route copy, argmax, logits */
     uint32_t *h_ids;
     float *h_w;
-    int32_t *h_argmax;
+    int32_t *h_argmax;      /* = h_argmax_slot[parity of the last run's last position] */
     const uint8_t **rows;   /* host [max(K, group)] lease row addresses */
     hz_event *done;         /* recorded after each executor call, handed to the lease release */
     hz_gpu_prefill *prefill; /* NULL until the first batched prefill */
@@ -73,8 +73,28 @@ struct hz_gpu_session {
     int graph_state;       /* 0 no full-residency last-token step yet, 2 one ran eagerly (the next is
                               captured), 1 captured, -1 capture failed: eager from then on */
     char graph_why[200];   /* why the capture failed */
-    hz_decode_graph *graph; /* full residency: the whole step (embedding .. argmax) */
+    /* Full residency: the whole step (embedding .. argmax), captured twice: graphs[p] runs the steps
+     * at positions of parity p and writes its logits to logits_buf[p], so that a step queued ahead
+     * (below) leaves the logits of the step before it intact. */
+    hz_decode_graph *graphs[2];
+    float *logits_buf[2];   /* device; `logits` points to the one of the last run */
+    int32_t *h_argmax_slot[2]; /* pinned: the argmax of the steps at positions of parity p */
+    hz_bevent *step_done[2];   /* recorded after the argmax copy of the step at a position of parity p */
     uint64_t graph_steps, eager_steps;
+
+    /* The next step queued ahead (greedy sessions, graph path): when a greedy step's argmax is known
+     * only to the device, the step at the next position is launched with that argmax as its token
+     * before the host has read it, so the device does not idle while the host reads the token back,
+     * returns it and launches again (17.6 us of a 737 us OLMoE step, 15.0 of 1,534 for Qwen, H200,
+     * 2026-11-29). The caller's next hz_decode_step with that token at that position adopts it; any
+     * other run first waits for it and then overwrites what it wrote (its K/V row is rewritten by the
+     * step that runs at that position). HZ_GPU_SPECULATE=0 at session creation turns it off. */
+    int speculate;           /* allowed for this session */
+    int spec_inflight;       /* a step is queued ahead: position spec_pos, token = the argmax returned
+                              * for the step before it (spec_token) */
+    uint32_t spec_pos;
+    int32_t spec_token;
+    uint64_t spec_adopted, spec_discarded;
 };
 
 /* Copies the last run's logits into s->logits when they are not there yet (a D2H copy, counted under

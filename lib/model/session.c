@@ -197,7 +197,7 @@ HZ_EXPORT int hz_session_logits(const hz_session *s, const float **out, uint32_t
 HZ_EXPORT int hz_session_stats_json(const hz_session *s, char **out) {
     if (out) *out = NULL;
     if (!s || !out) return hz_error(HZ_EINVAL, "hz_session_stats_json: NULL argument");
-    char buf[1024], dev[512] = "";
+    char buf[1536], dev[1024] = ""; /* dev: the decode fields, a 200-byte capture failure reason included */
 #ifdef HZ_HAVE_CUDA
     /* cuda sessions add how their decode steps ran (CUDA graph or eager, and why). */
     if (s->gpu) {

@@ -26,6 +26,9 @@
  *     prints why);
  *   - greedy steps bring 4 bytes (the argmax) back per step, not the logits; hz_session_logits and a
  *     non-greedy sampler fetch them, and the fetched logits equal those of a greedy session;
+ *   - the step queued ahead (a greedy graph session launches the next position's step with the device's
+ *     argmax as its token before it returns): same tokens and bit-identical logits as a session without
+ *     it, through a greedy chain, a step with another token, a prefill and a reset in the middle;
  *   - long context: 200 teacher-forced steps (positions past several attention chunks of 64) against
  *     the CPU path within GPU_REL_BOUND per step, with the default split count of the attention and
  *     with 1 and 3 splits (one block walking every chunk; splits that do not divide the chunks).
@@ -300,6 +303,84 @@ static void check_decode_modes(const char *path, const char *arch) {
     stack_close(&g);
 }
 
+/* The step queued ahead (forward_cuda.c): a greedy graph session queues the step at the next position
+ * with the device's argmax as its token before returning. Against a session with it off
+ * (HZ_GPU_SPECULATE=0), on the same model: a greedy chain with no logits read in between gives the same
+ * tokens and, read at the end, the same logits; then, reading the logits after every run, a step with a
+ * token other than the one returned (the step queued ahead is discarded), a prefill in the middle, a
+ * reset: same tokens and bit-identical logits throughout. The stats say how many steps were adopted and
+ * discarded. */
+static uint64_t session_u64(hz_session *s, const char *key) {
+    char *js = NULL;
+    if (hz_session_stats_json(s, &js) != HZ_OK) return UINT64_MAX;
+    uint64_t v = json_u64(js, key);
+    hz_free(js);
+    return v;
+}
+
+static void check_queued_ahead(const char *path, const char *arch) {
+    stack g;
+    if (stack_open(&g, path, "cuda:0", 0, "grouped")) return;
+    const uint32_t V = g.vocab;
+    hz_session *s[2] = {NULL, NULL}; /* 0: queued ahead (the default), 1: off */
+    int st = hz_session_create(g.m, NULL, &s[0]);
+    setenv("HZ_GPU_SPECULATE", "0", 1);
+    if (!st) st = hz_session_create(g.m, NULL, &s[1]);
+    unsetenv("HZ_GPU_SPECULATE");
+    static const int32_t prompt[5] = {3, 14, 15, 92, 65}, extra[2] = {35, 89};
+    int32_t next[2] = {0, 0};
+    const float *lg[2] = {NULL, NULL};
+    int ok = st == HZ_OK;
+    for (int k = 0; k < 2 && ok; k++) ok = hz_prefill(s[k], prompt, 5, &next[k]) == HZ_OK;
+    /* a greedy chain, nothing read in between */
+    int32_t chain[2][N_STEPS];
+    for (int k = 0; k < 2 && ok; k++)
+        for (int i = 0; i < N_STEPS && ok; i++) {
+            ok = hz_decode_step(s[k], next[k], &next[k]) == HZ_OK;
+            chain[k][i] = next[k];
+        }
+    for (int k = 0; k < 2 && ok; k++) ok = hz_session_logits(s[k], &lg[k], NULL) == HZ_OK;
+    if (ok && (memcmp(chain[0], chain[1], sizeof chain[0]) || memcmp(lg[0], lg[1], (size_t)V * sizeof(float))))
+        FAILF("%s: queued ahead: a greedy chain of %d steps gives other tokens or logits than without", arch, N_STEPS);
+    /* logits after every run; another token at step 4, a prefill at step 8, a reset at step 12 */
+    float *keep = malloc((size_t)V * sizeof(float));
+    for (int i = 0; i < 16 && ok && keep; i++) {
+        for (int k = 0; k < 2 && ok; k++) {
+            if (i == 4) ok = hz_decode_step(s[k], (int32_t)(((uint32_t)next[k] + 1u) % V), &next[k]) == HZ_OK;
+            else if (i == 8) ok = hz_prefill(s[k], extra, 2, &next[k]) == HZ_OK;
+            else if (i == 12) ok = hz_session_reset(s[k]) == HZ_OK && hz_prefill(s[k], prompt, 3, &next[k]) == HZ_OK;
+            else ok = hz_decode_step(s[k], next[k], &next[k]) == HZ_OK;
+            if (ok) ok = hz_session_logits(s[k], &lg[k], NULL) == HZ_OK;
+            if (ok && k == 0) memcpy(keep, lg[0], (size_t)V * sizeof(float)); /* s[1]'s run comes next */
+        }
+        if (ok && (next[0] != next[1] || memcmp(keep, lg[1], (size_t)V * sizeof(float)) != 0)) {
+            FAILF("%s: queued ahead: run %d gives token %d and %d, logits max rel %.3e", arch, i, (int)next[0],
+                  (int)next[1], max_rel(keep, lg[1], V));
+            ok = 0;
+        }
+    }
+    if (!ok && st == HZ_OK) FAILF("%s: queued ahead: %s", arch, hz_last_error_message());
+    else if (st) FAILF("%s: queued ahead: sessions: %s", arch, hz_last_error_message());
+    const uint64_t adopted = session_u64(s[0], "steps_ahead_adopted"), dropped = session_u64(s[0], "steps_ahead_discarded");
+    const uint64_t adopted_off = session_u64(s[1], "steps_ahead_adopted");
+    /* The chain's first step runs eagerly and the second is the first graph step (the session's
+     * graphs are captured then), so N_STEPS - 2 are adopted; then 4 before the other token, 3 before
+     * the prefill, 2 after the step that follows it, 2 after the reset; the runs at 4, 8 and 12 each
+     * discard one; reading the logits keeps the one queued ahead. */
+    const uint64_t want = N_STEPS - 2 + 4 + 3 + 2 + 2;
+    if (ok && (adopted != want || dropped != 3 || adopted_off != 0))
+        FAILF("%s: queued ahead: %llu adopted, %llu discarded (expected %llu and 3), %llu adopted with it off", arch,
+              (unsigned long long)adopted, (unsigned long long)dropped, (unsigned long long)want,
+              (unsigned long long)adopted_off);
+    else if (ok)
+        printf("%s: cuda:0 step queued ahead: %llu adopted, %llu discarded; tokens and logits equal to a session "
+               "without it\n", arch, (unsigned long long)adopted, (unsigned long long)dropped);
+    free(keep);
+    hz_session_destroy(s[0]); /* with a step queued ahead */
+    hz_session_destroy(s[1]);
+    stack_close(&g);
+}
+
 /* N_LONG teacher-forced decode steps on the cpu and on cuda:0 (full residency, graph), logits compared
  * at every step; `splits` overrides the attention's split count (0: default). */
 static void check_long_context(const char *path, const char *arch, uint32_t splits) {
@@ -397,6 +478,8 @@ int main(void) {
     run_arch(path[1], "qwen2moe");
     check_decode_modes(path[0], "olmoe");
     check_decode_modes(path[1], "qwen2moe");
+    check_queued_ahead(path[0], "olmoe");
+    check_queued_ahead(path[1], "qwen2moe");
     for (int a = 0; a < 2; a++) {
         static const uint32_t splits[3] = {0, 1, 3};
         for (int k = 0; k < 3; k++) check_long_context(path[a], a ? "qwen2moe" : "olmoe", splits[k]);
