@@ -190,7 +190,10 @@ __device__ void argmax_final(const dgemv_params &p, uint32_t nblocks, float *wv,
         }
     }
     bi = block_argmax(best, bi, wv, wi);
-    if (threadIdx.x == 0) *p.a.argmax_out = (int32_t)bi;
+    if (threadIdx.x == 0) {
+        *p.a.argmax_out = (int32_t)bi;
+        if (p.a.argmax_host) *p.a.argmax_host = (int32_t)bi; /* visible to the host once the grid completes */
+    }
 }
 
 /* The running best of segment 0 (argmax tail), kept by lane 0. */
@@ -374,6 +377,19 @@ extern "C" int hz_decode_begin(int32_t token, uint32_t pos, hz_dstep *d_step, vo
     begin_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(token, pos, d_step, nullptr);
     cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the step-begin kernel");
+}
+
+extern "C" int hz_decode_host_pointer(void *host, void **out) {
+    *out = NULL;
+    void *d = NULL;
+    cudaError_t e = cudaHostGetDevicePointer(&d, host, 0);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return hz_error(HZ_EUNSUPPORTED, "pinned memory not addressable by kernels: cudaHostGetDevicePointer: %s",
+                        cudaGetErrorString(e));
+    }
+    *out = d;
+    return HZ_OK;
 }
 
 extern "C" uint64_t hz_decode_tail_bytes(const hz_decode_dev *dev) {

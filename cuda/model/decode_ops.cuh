@@ -83,7 +83,7 @@ int hz_decode_begin(int32_t token, uint32_t pos, hz_dstep *d_step, void *stream)
  *   HZ_DGEMV_TAIL_ROUTE   the router of hz_model_route over segment 0 (FP16 logits, E = its rows), run
  *                         by the warp that writes the last of segment 0's rows, while the other
  *                         segments (Qwen's shared expert) may still be streaming
- *   HZ_DGEMV_TAIL_ARGMAX  argmax over segment 0 (FP32 output), ties to the lowest row, into *argmax_out,
+ *   HZ_DGEMV_TAIL_ARGMAX  argmax over segment 0 (FP32 output), ties to the lowest row, into *argmax_out (and *argmax_host),
  *                         run by the last block to finish
  * A tail needs `tail_scratch` (hz_decode_tail_bytes, zeroed once before first use; it returns to zero
  * after every launch). Weights are read once per step, streamed past L1. */
@@ -131,10 +131,14 @@ typedef struct hz_dgemv_args {
     const void **rows_out;
     /* TAIL_ARGMAX */
     int32_t *argmax_out;
+    int32_t *argmax_host; /* also written here when non-NULL: pinned host memory, its device address */
     void *tail_scratch;
 } hz_dgemv_args;
 
 uint64_t hz_decode_tail_bytes(const hz_decode_dev *dev);
+/* The address by which kernels reach pinned host memory `host` (cudaHostGetDevicePointer); HZ_EUNSUPPORTED
+ * (and *out NULL) when there is none. */
+int hz_decode_host_pointer(void *host, void **out);
 /* dev NULL: one block per 8 rows (no tails allowed). */
 int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, const hz_klaunch *k);
 

@@ -317,6 +317,13 @@ int hz_gpu_session_create(hz_session *s) {
     g->h_argmax_slot[0] = (int32_t *)(g->pinned + (size_t)2u * K * 4u);
     g->h_argmax_slot[1] = g->h_argmax_slot[0] + 1;
     g->h_argmax = g->h_argmax_slot[0];
+    for (int p = 0; p < 2 && !st; p++)
+        if (hz_decode_host_pointer(g->h_argmax_slot[p], (void **)&g->d_argmax_slot[p]) != HZ_OK) {
+            hz_log(HZ_LOG_INFO, "decode: the argmax comes back by a copy after each step: %s", hz_last_error_message());
+            g->d_argmax_slot[0] = g->d_argmax_slot[1] = NULL;
+            break;
+        }
+    g->d_argmax = g->d_argmax_slot[0];
     s->logits = (float *)(g->pinned + hz_align_up(2u * K * 4u + 8u, 64));
     memset(s->logits, 0, (size_t)c->vocab * 4u);
 
@@ -550,7 +557,7 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
                         .x_mode = HZ_DGEMV_X_RESNORM, .h_in = hb[(r - 1) & 1], .acc = g->acc,
                         .shared = qwen ? g->shd : NULL, .shared_gate = qwen ? g->sgate : NULL,
                         .norm_w = gm->dw.final_norm, .eps = c->rms_eps, .tail = HZ_DGEMV_TAIL_ARGMAX,
-                        .argmax_out = g->argmax, .tail_scratch = g->tail};
+                        .argmax_out = g->argmax, .argmax_host = g->d_argmax, .tail_scratch = g->tail};
     CALL(hz_decode_gemv(&ha, &gm->dev, &kl));
     return HZ_OK;
 }
@@ -568,6 +575,7 @@ static void graph_failed(hz_gpu_session *g, const char *why) {
 static void graph_capture(hz_session *s) {
     hz_gpu_session *g = s->gpu;
     float *const logits = g->logits;
+    int32_t *const d_argmax = g->d_argmax;
     for (int p = 0; p < 2; p++) {
         void *cs = NULL;
         int st = hz_decode_graph_begin_capture(s->model->gpu->queue, &cs);
@@ -576,9 +584,11 @@ static void graph_capture(hz_session *s) {
             return;
         }
         g->logits = g->logits_buf[p];
+        g->d_argmax = g->d_argmax_slot[p];
         int est = hz_decode_begin(0, 0, g->dstep, cs);
         if (!est) est = enqueue_step(s, 1, cs);
         g->logits = logits;
+        g->d_argmax = d_argmax;
         char why[sizeof g->graph_why] = "";
         if (est) snprintf(why, sizeof why, "%s", hz_last_error_message());
         st = hz_decode_graph_end_capture(cs, est == HZ_OK, &g->graphs[p]);
@@ -597,7 +607,8 @@ static int spec_launch(hz_session *s, uint32_t pos) {
     hz_backend *be = s->model->gpu->be;
     const int p = (int)(pos & 1u);
     int st = hz_decode_graph_launch(g->graphs[p], 0, pos, g->dstep, g->argmax, s->model->gpu->queue);
-    if (!st) st = hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, g->h_argmax_slot[p], g->argmax, 4u, HZ_PURPOSE_ACTIVATION);
+    if (!st && !g->d_argmax_slot[p])
+        st = hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, g->h_argmax_slot[p], g->argmax, 4u, HZ_PURPOSE_ACTIVATION);
     if (!st) st = be->ops->event_record(be, g->step_done[p], HZ_QUEUE_COMPUTE);
     if (st) return hz_error_prefix(st, "queueing the step at position %u ahead", pos);
     g->spec_inflight = 1;
@@ -672,7 +683,9 @@ static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
     }
     if (!last) return HZ_OK;
     g->logits_on_host = 0;
-    int st = hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, g->h_argmax, g->argmax, 4u, HZ_PURPOSE_ACTIVATION);
+    int st = HZ_OK;
+    if (!g->d_argmax) /* else the argmax kernel stored it in *h_argmax itself */
+        st = hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, g->h_argmax, g->argmax, 4u, HZ_PURPOSE_ACTIVATION);
     if (!st) st = finish_step(s, pos);
     return st ? hz_error_prefix(st, "decode step at position %u: reading the argmax back", pos) : HZ_OK;
 }
@@ -688,6 +701,7 @@ static int spec_adopt(hz_session *s) {
     g->graph_steps++;
     g->logits = g->logits_buf[p];
     g->h_argmax = g->h_argmax_slot[p];
+    g->d_argmax = g->d_argmax_slot[p];
     g->logits_on_host = 0;
     int st = hz_decode_enter(s->model->gpu->queue);
     if (!st) st = finish_step(s, pos);
@@ -706,6 +720,7 @@ int hz_forward_gpu(hz_session *s, const int32_t *tokens, uint32_t n) {
     const uint32_t lastp = s->pos + n - 1u;
     g->logits = g->logits_buf[lastp & 1u];
     g->h_argmax = g->h_argmax_slot[lastp & 1u];
+    g->d_argmax = g->d_argmax_slot[lastp & 1u];
     /* Prompts run through the batched prefill (prefill_cuda.c); HZ_GPU_PREFILL=token keeps them on the
      * token-by-token path below, =batched sends single tokens there too (tests compare the paths). */
     if (hz_gpu_prefill_wanted(s, n)) return hz_gpu_prefill_forward(s, tokens, n);
@@ -779,11 +794,12 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
     int k = snprintf(buf, n,
                      ",\"decode_path\":\"%s\",\"decode_pdl\":%s,\"graph_kernels\":%u,\"graph_steps\":%llu,"
                      "\"eager_steps\":%llu,\"attention_splits\":%u,\"steps_queued_ahead\":%s,"
-                     "\"steps_ahead_adopted\":%llu,\"steps_ahead_discarded\":%llu,\"graph_fallback\":%s%s%s",
+                     "\"steps_ahead_adopted\":%llu,\"steps_ahead_discarded\":%llu,\"argmax_readback\":\"%s\","
+                     "\"graph_fallback\":%s%s%s",
                      path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graphs[0]),
                      (unsigned long long)g->graph_steps, (unsigned long long)g->eager_steps, g->attn_splits,
                      g->speculate ? "true" : "false", (unsigned long long)g->spec_adopted,
-                     (unsigned long long)g->spec_discarded,
+                     (unsigned long long)g->spec_discarded, g->d_argmax_slot[0] ? "kernel store" : "copy",
                      g->graph_state < 0 ? "\"" : "", g->graph_state < 0 ? why : "null", g->graph_state < 0 ? "\"" : "");
     return k < 0 || (size_t)k >= n ? hz_error(HZ_ENOMEM, "session stats: decode fields do not fit") : HZ_OK;
 }

@@ -79,6 +79,10 @@ struct hz_gpu_session {
     hz_decode_graph *graphs[2];
     float *logits_buf[2];   /* device; `logits` points to the one of the last run */
     int32_t *h_argmax_slot[2]; /* pinned: the argmax of the steps at positions of parity p */
+    /* The slots' device addresses: the argmax kernel stores the token there itself, so no copy sits
+     * between two steps on the compute queue (both NULL where pinned memory is not addressable by
+     * kernels: then a 4-byte D2H copy follows each step). d_argmax: the one of the step being queued. */
+    int32_t *d_argmax_slot[2], *d_argmax;
     hz_bevent *step_done[2];   /* recorded after the argmax copy of the step at a position of parity p */
     uint64_t graph_steps, eager_steps;
 
