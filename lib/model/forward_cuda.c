@@ -711,7 +711,10 @@ static int spec_adopt(hz_session *s) {
 int hz_forward_gpu(hz_session *s, const int32_t *tokens, uint32_t n) {
     hz_gpu_session *g = s->gpu;
     if (g->spec_inflight) {
-        if (n == 1 && s->pos == g->spec_pos && tokens[0] == g->spec_token && g->graph_state == 1)
+        /* Adopted only where this run would have taken the same graph step (a one-token prompt may be
+         * sent to the batched prefill: HZ_GPU_PREFILL=batched). */
+        if (n == 1 && s->pos == g->spec_pos && tokens[0] == g->spec_token && g->graph_state == 1 &&
+            !hz_gpu_prefill_wanted(s, n))
             return spec_adopt(s);
         int st = spec_drain(s);
         if (st) return st;
