@@ -83,8 +83,8 @@ int hz_decode_begin(int32_t token, uint32_t pos, hz_dstep *d_step, void *stream)
  *   HZ_DGEMV_TAIL_ROUTE   the router of hz_model_route over segment 0 (FP16 logits, E = its rows), run
  *                         by the warp that writes the last of segment 0's rows, while the other
  *                         segments (Qwen's shared expert) may still be streaming
- *   HZ_DGEMV_TAIL_ARGMAX  argmax over segment 0 (FP32 output), ties to the lowest row, into *argmax_out (and *argmax_host),
- *                         run by the last block to finish
+ *   HZ_DGEMV_TAIL_ARGMAX  argmax over segment 0 (FP32 output), ties to the lowest row, into *argmax_out
+ *                         (and *argmax_host when given), run by the last block to finish
  * A tail needs `tail_scratch` (hz_decode_tail_bytes, zeroed once before first use; it returns to zero
  * after every launch). Weights are read once per step, streamed past L1. */
 #define HZ_DGEMV_X_PLAIN 0u

@@ -47,13 +47,13 @@ static void note_failure(hz_cache *c, uint32_t layer, const char *msg) {
  * the demand misses for the staging threads and the copy engine. On the full-size OLMoE-1B-7B shape
  * with random weights (H200, 30 of 64 experts resident, 2026-11-29, doc/benchmarks.md tenth round) in two
  * runs 246 of the 9,650 and of the 8,367 experts prefetched were used, and decode ran 34-38% slower
- * with prefetch on. So once
- * kGateWindow prefetched experts have been resolved, the gate closes when fewer than gate.pct in 100
- * were used, declines the next gate.pause predictions (hz_cache_prefetch_admit), and opens again with a
- * new window: a probe, since routing can become predictable later in a text. A probe costs a window of
- * mostly wasted copies, and on the same shape with a 4-layer model (H200, c30, eleventh round) the
- * fixed pause still cost a quarter of the decode rate, so each further failed window in a row doubles
- * the pause (up to HZ_PREFETCH_GATE_MAX_SHIFT doublings) and a window that passes restores it. */
+ * with prefetch on. So once kGateWindow prefetched experts have been resolved, the gate closes when
+ * fewer than gate.pct in 100 were used, declines the next gate.pause predictions
+ * (hz_cache_prefetch_admit), and opens again with a new window: a probe, since routing can become
+ * predictable later in a text. A probe costs a window of mostly wasted copies, and on the same shape
+ * with a 4-layer model (H200, c30, eleventh round) the fixed pause still cost a quarter of the decode
+ * rate, so each further failed window in a row doubles the pause (up to HZ_PREFETCH_GATE_MAX_SHIFT
+ * doublings) and a window that passes restores it. */
 enum { kGateWindow = 64, kGatePauseTokens = 16, kGateDefaultPct = 25 };
 
 /* Counts resolved prefetched experts (used or given up) and closes the gate at the end of a window

@@ -210,6 +210,14 @@ void hz_gpu_session_destroy(hz_session *s) {
     s->logits = NULL; /* it pointed into the pinned block */
 }
 
+/* Points the session's current logits buffer and argmax slot (host and device address) at those of
+ * position parity p: where the next queued lm_head writes, and where the caller's run reads. */
+static void use_parity(hz_gpu_session *g, uint32_t p) {
+    g->logits = g->logits_buf[p];
+    g->h_argmax = g->h_argmax_slot[p];
+    g->d_argmax = g->d_argmax_slot[p];
+}
+
 static uint64_t layout_act(hz_session *s, hz_gpu_session *g, uint8_t *base) {
     const hz_model_config *c = &s->model->cfg;
     const uint64_t H = c->hidden, QD = (uint64_t)c->heads * c->head_dim, KD = (uint64_t)c->kv_heads * c->head_dim;
@@ -230,7 +238,6 @@ static uint64_t layout_act(hz_session *s, hz_gpu_session *g, uint8_t *base) {
     g->shu = hz_gpu_carve(base, &off, S * 4);
     g->logits_buf[0] = hz_gpu_carve(base, &off, V * 4);
     g->logits_buf[1] = hz_gpu_carve(base, &off, V * 4);
-    g->logits = g->logits_buf[0];
     g->rope = hz_gpu_carve(base, &off, (uint64_t)s->max_context * c->head_dim * 4);
     g->route = hz_gpu_carve(base, &off, 2 * K * 4);
     g->route_w = g->route ? (float *)(g->route + K) : NULL;
@@ -265,14 +272,16 @@ static float *rope_table(const hz_model_config *c, uint32_t ctx) {
 /* Whether Qwen's shared down projection runs beside the routed experts (the default) or after them on
  * the compute queue (HZ_GPU_SHARED_BESIDE=0, for the benchmarks that measure the difference). */
 static int shared_beside(void) {
-    const char *env = getenv("HZ_GPU_SHARED_BESIDE");
-    return !(env && strcmp(env, "0") == 0);
+    uint32_t on = 1;
+    hz_env_u32("HZ_GPU_SHARED_BESIDE", 0, 1, &on);
+    return (int)on;
 }
 
 /* HZ_GPU_SPECULATE=0 turns the step queued ahead off (hz_gpu_session.speculate). */
 static int speculate_env(void) {
-    const char *env = getenv("HZ_GPU_SPECULATE");
-    return !(env && strcmp(env, "0") == 0);
+    uint32_t on = 1;
+    hz_env_u32("HZ_GPU_SPECULATE", 0, 1, &on);
+    return (int)on;
 }
 
 /* HZ_GPU_ROUTE_KERNEL, read once per session (route_own_kernel): -1 unset or unknown, 0, 1 for "all". */
@@ -316,14 +325,13 @@ int hz_gpu_session_create(hz_session *s) {
     g->h_w = (float *)(g->pinned + (size_t)K * 4u);
     g->h_argmax_slot[0] = (int32_t *)(g->pinned + (size_t)2u * K * 4u);
     g->h_argmax_slot[1] = g->h_argmax_slot[0] + 1;
-    g->h_argmax = g->h_argmax_slot[0];
     for (int p = 0; p < 2 && !st; p++)
         if (hz_decode_host_pointer(g->h_argmax_slot[p], (void **)&g->d_argmax_slot[p]) != HZ_OK) {
             hz_log(HZ_LOG_INFO, "decode: the argmax comes back by a copy after each step: %s", hz_last_error_message());
             g->d_argmax_slot[0] = g->d_argmax_slot[1] = NULL;
             break;
         }
-    g->d_argmax = g->d_argmax_slot[0];
+    use_parity(g, 0);
     s->logits = (float *)(g->pinned + hz_align_up(2u * K * 4u + 8u, 64));
     memset(s->logits, 0, (size_t)c->vocab * 4u);
 
@@ -442,7 +450,6 @@ static int enqueue_prediction(hz_session *s, uint32_t l) {
 static int route_own_kernel(const hz_gpu_session *g, int shared_rows) {
     return g->route_kernel >= 0 ? g->route_kernel : !shared_rows;
 }
-
 
 /* Enqueues the copy of the first n predicted ids into `ids` (host stack memory, so the copy completes
  * before the call returns on cuda; counted under purpose routing). */
@@ -569,26 +576,31 @@ static void graph_failed(hz_gpu_session *g, const char *why) {
     hz_log(HZ_LOG_WARN, "decode: CUDA graph capture failed, running the step eagerly: %s", g->graph_why);
 }
 
+/* Queues the copy of the device argmax into slot p, unless the argmax kernel stores it there itself. */
+static int queue_argmax_copy(hz_session *s, uint32_t p) {
+    hz_gpu_session *g = s->gpu;
+    if (g->d_argmax_slot[p]) return HZ_OK;
+    return hz_backend_copy_d2h(s->model->gpu->be, HZ_QUEUE_COMPUTE, g->h_argmax_slot[p], g->argmax, 4u,
+                               HZ_PURPOSE_ACTIVATION);
+}
+
 /* Captures the whole full-residency step, once per position parity (graphs[p] writes logits_buf[p]):
  * begin (token and position as kernel parameters, set again at every replay), the layers, lm_head and
  * argmax. Nothing is executed by the capture. */
 static void graph_capture(hz_session *s) {
     hz_gpu_session *g = s->gpu;
-    float *const logits = g->logits;
-    int32_t *const d_argmax = g->d_argmax;
-    for (int p = 0; p < 2; p++) {
+    const uint32_t cur = g->logits == g->logits_buf[1];
+    for (uint32_t p = 0; p < 2; p++) {
         void *cs = NULL;
         int st = hz_decode_graph_begin_capture(s->model->gpu->queue, &cs);
         if (st) {
             graph_failed(g, hz_last_error_message());
             return;
         }
-        g->logits = g->logits_buf[p];
-        g->d_argmax = g->d_argmax_slot[p];
+        use_parity(g, p);
         int est = hz_decode_begin(0, 0, g->dstep, cs);
         if (!est) est = enqueue_step(s, 1, cs);
-        g->logits = logits;
-        g->d_argmax = d_argmax;
+        use_parity(g, cur);
         char why[sizeof g->graph_why] = "";
         if (est) snprintf(why, sizeof why, "%s", hz_last_error_message());
         st = hz_decode_graph_end_capture(cs, est == HZ_OK, &g->graphs[p]);
@@ -607,8 +619,7 @@ static int spec_launch(hz_session *s, uint32_t pos) {
     hz_backend *be = s->model->gpu->be;
     const int p = (int)(pos & 1u);
     int st = hz_decode_graph_launch(g->graphs[p], 0, pos, g->dstep, g->argmax, s->model->gpu->queue);
-    if (!st && !g->d_argmax_slot[p])
-        st = hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, g->h_argmax_slot[p], g->argmax, 4u, HZ_PURPOSE_ACTIVATION);
+    if (!st) st = queue_argmax_copy(s, (uint32_t)p);
     if (!st) st = be->ops->event_record(be, g->step_done[p], HZ_QUEUE_COMPUTE);
     if (st) return hz_error_prefix(st, "queueing the step at position %u ahead", pos);
     g->spec_inflight = 1;
@@ -639,7 +650,7 @@ static int finish_step(hz_session *s, uint32_t pos) {
     } else {
         st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
     }
-    if (st) g->spec_inflight = 0; /* whatever ran is waited for by the next run's drain or teardown */
+    if (st) g->spec_inflight = 0; /* not adoptable; the queue is in order, so later runs follow it */
     return st;
 }
 
@@ -662,7 +673,6 @@ static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
     hz_model *m = s->model;
     hz_gpu_model *gm = m->gpu;
     hz_gpu_session *g = s->gpu;
-    hz_backend *be = gm->be;
     void *q = gm->queue;
     uint32_t l = 0;
     CALL(hz_decode_enter(q));
@@ -683,9 +693,7 @@ static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
     }
     if (!last) return HZ_OK;
     g->logits_on_host = 0;
-    int st = HZ_OK;
-    if (!g->d_argmax) /* else the argmax kernel stored it in *h_argmax itself */
-        st = hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, g->h_argmax, g->argmax, 4u, HZ_PURPOSE_ACTIVATION);
+    int st = queue_argmax_copy(s, pos & 1u); /* h_argmax is that slot (hz_forward_gpu) */
     if (!st) st = finish_step(s, pos);
     return st ? hz_error_prefix(st, "decode step at position %u: reading the argmax back", pos) : HZ_OK;
 }
@@ -699,9 +707,7 @@ static int spec_adopt(hz_session *s) {
     g->spec_inflight = 0;
     g->spec_adopted++;
     g->graph_steps++;
-    g->logits = g->logits_buf[p];
-    g->h_argmax = g->h_argmax_slot[p];
-    g->d_argmax = g->d_argmax_slot[p];
+    use_parity(g, (uint32_t)p);
     g->logits_on_host = 0;
     int st = hz_decode_enter(s->model->gpu->queue);
     if (!st) st = finish_step(s, pos);
@@ -720,10 +726,7 @@ int hz_forward_gpu(hz_session *s, const int32_t *tokens, uint32_t n) {
         if (st) return st;
     }
     /* The logits and the argmax of this run's last position go to its parity's buffers. */
-    const uint32_t lastp = s->pos + n - 1u;
-    g->logits = g->logits_buf[lastp & 1u];
-    g->h_argmax = g->h_argmax_slot[lastp & 1u];
-    g->d_argmax = g->d_argmax_slot[lastp & 1u];
+    use_parity(g, (s->pos + n - 1u) & 1u);
     /* Prompts run through the batched prefill (prefill_cuda.c); HZ_GPU_PREFILL=token keeps them on the
      * token-by-token path below, =batched sends single tokens there too (tests compare the paths). */
     if (hz_gpu_prefill_wanted(s, n)) return hz_gpu_prefill_forward(s, tokens, n);

@@ -75,12 +75,24 @@ static int run(hz_model *m, hz_cache *c, uint32_t vocab, uint32_t seed, run_out 
     return st;
 }
 
-static void check_arch(hz_arch arch, uint32_t capacity, int transport) {
+/* A tiny model of `arch` written as path = DIR/m.hzq in a new temporary directory; returns DIR (for
+ * remove_model). */
+static char *write_model(char *path, size_t n, hz_arch arch, uint32_t seed) {
     char *dir = NULL;
     assert_int_equal(tiny_tmpdir(&dir), HZ_OK);
+    snprintf(path, n, "%s/m.hzq", dir);
+    assert_int_equal(tiny_model_write(path, arch, seed), HZ_OK);
+    return dir;
+}
+
+static void remove_model(char *dir) {
+    tiny_rmdir(dir);
+    free(dir);
+}
+
+static void check_arch(hz_arch arch, uint32_t capacity, int transport) {
     char path[512];
-    snprintf(path, sizeof path, "%s/m.hzq", dir);
-    assert_int_equal(tiny_model_write(path, arch, 7), HZ_OK);
+    char *dir = write_model(path, sizeof path, arch, 7);
 
     stack off, on;
     stack_open(&off, path, capacity, transport, HZ_PREFETCH_OFF);
@@ -122,8 +134,7 @@ static void check_arch(hz_arch arch, uint32_t capacity, int transport) {
     tu_check_invariants(off.c);
     stack_close(&on);
     stack_close(&off);
-    tiny_rmdir(dir);
-    free(dir);
+    remove_model(dir);
 }
 
 static void test_olmoe(void **state) { check_arch(HZ_ARCH_OLMOE, 3, *(const int *)*state); }
@@ -145,11 +156,8 @@ static void *job_main(void *arg) {
 
 static void test_threads_share_prefetching_cache(void **state) {
     int transport = *(const int *)*state;
-    char *dir = NULL;
-    assert_int_equal(tiny_tmpdir(&dir), HZ_OK);
     char path[512];
-    snprintf(path, sizeof path, "%s/m.hzq", dir);
-    assert_int_equal(tiny_model_write(path, HZ_ARCH_QWEN2MOE, 11), HZ_OK);
+    char *dir = write_model(path, sizeof path, HZ_ARCH_QWEN2MOE, 11);
     stack off, on;
     stack_open(&off, path, 5, transport, HZ_PREFETCH_OFF);
     stack_open(&on, path, 5, transport, HZ_PREFETCH_NEXT_LAYER);
@@ -180,8 +188,7 @@ static void test_threads_share_prefetching_cache(void **state) {
     tu_check_invariants(on.c);
     stack_close(&on);
     stack_close(&off);
-    tiny_rmdir(dir);
-    free(dir);
+    remove_model(dir);
 }
 
 /* ---- the gate through the model ---- */
@@ -192,11 +199,8 @@ static void test_threads_share_prefetching_cache(void **state) {
  * tokens and logits stay those of decoding without prefetch. */
 static void test_gate_declines_model_predictions(void **state) {
     int transport = *(const int *)*state;
-    char *dir = NULL;
-    assert_int_equal(tiny_tmpdir(&dir), HZ_OK);
     char path[512];
-    snprintf(path, sizeof path, "%s/m.hzq", dir);
-    assert_int_equal(tiny_model_write(path, HZ_ARCH_OLMOE, 7), HZ_OK);
+    char *dir = write_model(path, sizeof path, HZ_ARCH_OLMOE, 7);
     stack off, free_gate, gated;
     stack_open(&off, path, 3, transport, HZ_PREFETCH_OFF);
     setenv("HZ_PREFETCH_GATE_PCT", "0", 1);
@@ -242,8 +246,7 @@ static void test_gate_declines_model_predictions(void **state) {
     stack_close(&gated);
     stack_close(&free_gate);
     stack_close(&off);
-    tiny_rmdir(dir);
-    free(dir);
+    remove_model(dir);
 }
 
 int main(void) {
