@@ -68,6 +68,13 @@ typedef struct hz_w4a16_args {
     void *scratch;        /* device scratch, 256-byte aligned, at least *_scratch_bytes() */
     uint64_t scratch_bytes;
     uint32_t flags; /* HZ_W4A16_* */
+    /* Optional, with blobs_dev: two device flags and the device word they must both equal. The
+     * fused kernel (w4a16_bulk.cu), launched with programmatic dependent launch while the grid before
+     * it still runs, then waits for these (written with release stores once blobs_dev, weights, x and
+     * acc are) instead of for that whole grid, and for the grid itself only before its down pass.
+     * Every other kernel ignores them: it waits for the grid before it, which sets them. */
+    const uint32_t *ready;
+    const uint32_t *ready_epoch;
 } hz_w4a16_args;
 
 /* Scratch each executor needs for n experts of `layout`. */

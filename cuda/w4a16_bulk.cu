@@ -247,6 +247,7 @@ struct BulkFusedParams {
     uint32_t gu_sc_bytes, gu_tile_bytes, dn_sc_bytes, dn_tile_bytes;
     uint32_t off_x, off_gu, off_dn, off_act, off_red, off_w, smem_bytes;
     uint32_t f16_magic; /* HZ_F16_MAGIC, see hz_and_or */
+    const uint32_t *ready, *ready_epoch; /* hz_w4a16_args.ready */
 };
 
 /* Code rows in shared memory are swizzled: odd rows swap the two 64-byte halves of every 128 bytes, so
@@ -284,8 +285,18 @@ __device__ __forceinline__ void cp_async_wait_n(uint32_t n) {
  * gate_up item in kStages parts along K, then its down items), so its math starts as soon as its own
  * bytes are in, while the rest of the layer still streams. Every item keeps a private copy of its
  * tile's scale rows. */
+/* The timeline build's instrumentation would take this kernel from 85 to 94 registers per thread, and
+ * a GEMV block beside it (80 registers x 256 threads; Qwen's shared down) would then no longer fit
+ * on the same multiprocessor: the instrument would change what it measures. It keeps the plain
+ * build's budget instead. */
+#ifdef HZ_TIMELINE
+#define HZ_FUSED_BOUNDS(threads) __maxnreg__(88)
+#else
+#define HZ_FUSED_BOUNDS(threads) __launch_bounds__(threads)
+#endif
+
 template <int kWarps, int kSplit, int kStages>
-__global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_constant__ BulkFusedParams p) {
+__global__ void HZ_FUSED_BOUNDS(kWarps * 32) bulk_fused_kernel(const __grid_constant__ BulkFusedParams p) {
     extern __shared__ __align__(128) uint8_t sm[];
     HZ_TL_SCOPE0(HZ_TL_EXPERTS, 0, gridDim.x, 0);
     /* The next kernel of the step (launched with programmatic dependent launch) may start its own
@@ -293,8 +304,13 @@ __global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_co
     hz_griddep_launch_dependents();
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u;
     /* Launched with programmatic dependent launch (HZ_W4A16_PDL), this grid is placed while the
-     * router still runs; everything below reads its results (blob addresses, x, weights, acc). */
-    hz_griddep_wait();
+     * router still runs; everything below reads its results (blob addresses, x, weights, acc). With
+     * ready flags the router says when those are written, which can be long before its grid ends
+     * (Qwen's router GEMV still streams the shared expert's rows then). */
+    if (p.ready)
+        hz_wait_ready(p.ready, p.ready_epoch);
+    else
+        hz_griddep_wait();
     HZ_TL_WAITED();
     uint32_t *xs = reinterpret_cast<uint32_t *>(sm + p.off_x);
     const uint32_t h_row = p.hkp / 2u, h_nb = p.hkp / HZ_QBLOCK;
@@ -418,6 +434,7 @@ __global__ void __launch_bounds__(kWarps * 32) bulk_fused_kernel(const __grid_co
 
     /* 3. The whole intermediate is written (grid.sync orders global memory across the grid). */
     cooperative_groups::this_grid().sync();
+    if (p.ready) hz_griddep_wait(); /* the grid before ends before this one: the stream's order holds */
     if (dn_count == 0) return;
     {
         /* Four loads in flight per thread before any store: one L2 round trip, not four. */
@@ -626,6 +643,8 @@ int hz_w4a16_bulk_fused_launch(const hz_w4a16_args *a, void *stream) {
     hz_fill_down_params(a, p);    /* ... and the down ones (the same intermediate) */
     p.gu_tiles = (p.ikp + kGuTileRows - 1u) / kGuTileRows;
     p.dn_tiles = (p.hidden + kDnTileRows - 1u) / kDnTileRows;
+    p.ready = a->blobs_dev && a->ready_epoch ? a->ready : nullptr;
+    p.ready_epoch = a->ready_epoch;
     /* One block per SM at most; each block's share of both passes is a run of consecutive tiles. */
     const uint32_t gu_total = p.n * p.gu_tiles;
     uint32_t grid = gu_total > p.dn_tiles ? gu_total : p.dn_tiles;

@@ -59,6 +59,22 @@ static __device__ __forceinline__ void hz_griddep_wait() {
 #endif
 }
 
+/* hz_w4a16_args.ready: thread 0 waits until both flags hold the step's epoch (acquire at GPU scope),
+ * then the block's barrier orders every thread's later reads after it (plain loads included: the
+ * acquire and the barrier put the writer's stores before them in the memory model's causality order). */
+static __device__ __forceinline__ uint32_t hz_ld_acquire_gpu(const uint32_t *p) {
+    uint32_t v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+static __device__ __forceinline__ void hz_wait_ready(const uint32_t *ready, const uint32_t *epoch) {
+    if (threadIdx.x == 0) {
+        const uint32_t want = __ldcg(epoch);
+        while (hz_ld_acquire_gpu(ready) != want || hz_ld_acquire_gpu(ready + 1) != want) __nanosleep(32);
+    }
+    __syncthreads();
+}
+
 /* ---- the grouped executor's expansion of one 16-byte chunk ----------------------------------------
  *
  * A chunk holds 32 codes: byte i (0..15) has value i in its low nibble and value 16 + i in its high

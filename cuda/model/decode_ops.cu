@@ -24,6 +24,7 @@ constexpr uint32_t kGemvMaxIn = 16384; /* x staged in shared memory: 32 KB */
 __global__ void begin_kernel(int32_t token, uint32_t pos, hz_dstep *d, const int32_t *token_src) {
     d->token = token_src ? *token_src : token;
     d->pos = pos;
+    d->epoch += 1u;
 }
 
 /* ---- GEMV ------------------------------------------------------------------------------------------- */
@@ -238,6 +239,11 @@ __device__ __forceinline__ void route_rows(const dgemv_params &p, uint32_t lane,
     route_warp(static_cast<const uint16_t *>(a.seg[0].y), a.seg[0].rows, a.top_k, a.norm_topk, a.ids_out, a.w_out,
                a.table, a.rows_out, pr);
     if (lane == 0) *p.counter = 0; /* ready for the next launch */
+    if (a.ready) { /* every lane's stores of the routing, then the flag */
+        __threadfence();
+        __syncwarp();
+        if (lane == 0) st_release_gpu(a.ready + 1, __ldcg(&a.step->epoch));
+    }
 }
 
 /* Rows are spread over the warps of a grid that is resident at once (grid-stride), so the prologue
@@ -273,7 +279,10 @@ __global__ void __launch_bounds__(kGemvThreads, MINB) dgemv_kernel(const __grid_
         for (uint32_t i = threadIdx.x; i < a.in; i += blockDim.x) xs[i] = a.x[i];
     if (blockIdx.x == 0 && a.zero)
         for (uint32_t i = threadIdx.x; i < a.zero_n; i += blockDim.x) a.zero[i] = 0.0f;
+    const bool signal = ROUTE && a.ready && blockIdx.x == 0;
+    if (signal) __threadfence(); /* this thread's stores of h_out, x_out and zero, before the flag */
     __syncthreads();
+    if (signal && threadIdx.x == 0) st_release_gpu(a.ready, __ldcg(&a.step->epoch));
     if (threadIdx.x == 0) HZ_TL_MARK(0);
 
     RowOut ro = {-INFINITY, kNoIndex};
@@ -427,6 +436,8 @@ static int dgemv_check(const hz_dgemv_args *a, const hz_decode_dev *dev) {
         (a->seg[0].out_f32 || !a->ids_out || !a->w_out || (a->table && !a->rows_out) || a->top_k == 0 ||
          a->top_k > a->seg[0].rows || a->seg[0].rows > kRouteMaxExperts || a->top_k > kRouteMaxK))
         return hz_error(HZ_EINVAL, "decode gemv: bad router tail (E %u, K %u)", a->seg[0].rows, a->top_k);
+    if (a->ready && (a->tail != HZ_DGEMV_TAIL_ROUTE || !a->step))
+        return hz_error(HZ_EINVAL, "decode gemv: ready flags need the router tail and the step");
     if (a->tail == HZ_DGEMV_TAIL_ARGMAX && (!a->seg[0].out_f32 || !a->argmax_out))
         return hz_error(HZ_EINVAL, "decode gemv: the argmax tail needs FP32 output and a destination");
     if (a->tail > HZ_DGEMV_TAIL_ARGMAX) return hz_error(HZ_EINVAL, "decode gemv: tail %u", a->tail);

@@ -38,6 +38,7 @@ extern "C" {
 typedef struct hz_dstep {
     int32_t token;
     uint32_t pos;
+    uint32_t epoch; /* +1 at every hz_decode_begin (never reset): names the step for the ready flags */
 } hz_dstep;
 
 /* How a kernel is launched: the stream and whether with programmatic dependent launch. */
@@ -62,7 +63,7 @@ int hz_decode_device_info(void *stream, uint32_t max_in, hz_decode_dev *out);
 int hz_decode_enter(void *stream);
 
 /* ---- step start -------------------------------------------------------------------------------------
- * One thread writes {token, pos} into *d_step. Launched without programmatic dependent launch, so it
+ * One thread writes {token, pos} into *d_step and advances its epoch. Launched without programmatic dependent launch, so it
  * waits for everything queued before it (the previous step still reads *d_step). */
 int hz_decode_begin(int32_t token, uint32_t pos, hz_dstep *d_step, void *stream);
 
@@ -129,6 +130,10 @@ typedef struct hz_dgemv_args {
     float *w_out;
     const void *const *table;
     const void **rows_out;
+    /* Optional (needs `step`): ready[0] is set to step->epoch by block 0 once x_out and `zero` are
+     * written, ready[1] by the routing warp once ids/w/rows are; both release stores at GPU scope.
+     * The routed-expert kernel waits for these two instead of for this whole grid (hz_w4a16_args.ready). */
+    uint32_t *ready;
     /* TAIL_ARGMAX */
     int32_t *argmax_out;
     int32_t *argmax_host; /* also written here when non-NULL: pinned host memory, its device address */

@@ -88,6 +88,12 @@ __device__ __forceinline__ void griddep_launch() {
 #endif
 }
 
+/* A flag for another grid (hz_dgemv_args.ready): stores before it, fenced by the caller, are visible
+ * to a reader that acquires the value. */
+__device__ __forceinline__ void st_release_gpu(uint32_t *p, uint32_t v) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
 __device__ __forceinline__ void prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 /* ---- argmax, ties to the lower index (the CPU's first maximum) ---------------------------------- */

@@ -106,7 +106,8 @@ uint64_t hz_exec_cuda_scratch_bytes(const hz_expert_layout *layout) {
 }
 
 int hz_exec_cuda_moe_device(hz_executor *ex, uint32_t n, const void *const *rows_dev, const float *w_dev,
-                            const hz_f16 *x, float *acc, void *scratch, uint64_t scratch_bytes, void *queue) {
+                            const hz_f16 *x, float *acc, void *scratch, uint64_t scratch_bytes,
+                            const uint32_t *ready, const uint32_t *ready_epoch, void *queue) {
     if (!ex || strcmp(ex->ops->device_kind, "cuda") != 0)
         return hz_error(HZ_EINVAL, "hz_exec_cuda_moe_device: not a cuda executor");
     cuda_exec *ce = (cuda_exec *)ex;
@@ -122,6 +123,8 @@ int hz_exec_cuda_moe_device(hz_executor *ex, uint32_t n, const void *const *rows
     a.acc = acc;
     a.scratch = scratch;
     a.scratch_bytes = scratch_bytes;
+    a.ready = ready_epoch ? ready : NULL;
+    a.ready_epoch = ready ? ready_epoch : NULL;
     int st = launch(ce, &a, queue);
     return st ? hz_error_prefix(st, "%s executor", ex->ops->name) : HZ_OK;
 }

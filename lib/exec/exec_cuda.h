@@ -23,8 +23,12 @@ uint64_t hz_exec_cuda_scratch_bytes(const hz_expert_layout *layout);
 /* Device-resident routing (full residency): n experts (n <= HZ_W4A16_MAX_EXPERTS) of ONE token whose
  * blob addresses (rows_dev) and FP32 weights (w_dev) are device arrays written by earlier work on
  * `queue`, in ascending expert id; adds into the FP32 device accumulators acc. x: device FP16
- * [hidden]. Same numerics as the moe op. HZ_EINVAL when `ex` is not a cuda executor. */
+ * [hidden]. Same numerics as the moe op. HZ_EINVAL when `ex` is not a cuda executor.
+ * ready, ready_epoch (both or neither, device memory): the previous kernel on `queue` stores
+ * *ready_epoch into ready[0] and ready[1] once everything above is written; the fused kernel then
+ * starts on those flags instead of that kernel's end (hz_w4a16_args.ready). */
 int hz_exec_cuda_moe_device(hz_executor *ex, uint32_t n, const void *const *rows_dev, const float *w_dev,
-                            const hz_f16 *x, float *acc, void *scratch, uint64_t scratch_bytes, void *queue);
+                            const hz_f16 *x, float *acc, void *scratch, uint64_t scratch_bytes,
+                            const uint32_t *ready, const uint32_t *ready_epoch, void *queue);
 
 #endif

@@ -249,6 +249,7 @@ static uint64_t layout_act(hz_session *s, hz_gpu_session *g, uint8_t *base) {
     g->attn_part = hz_gpu_carve(base, &off, (uint64_t)c->heads * g->attn_splits * (c->head_dim + 2u) * 4u);
     g->attn_count = hz_gpu_carve(base, &off, (uint64_t)c->heads * 4u);
     g->tail = hz_gpu_carve(base, &off, hz_decode_tail_bytes(&s->model->gpu->dev));
+    g->ready = hz_gpu_carve(base, &off, (uint64_t)c->layers * 2u * 4u);
     return off;
 }
 
@@ -274,6 +275,19 @@ static float *rope_table(const hz_model_config *c, uint32_t ctx) {
 static int shared_beside(void) {
     uint32_t on = 1;
     hz_env_u32("HZ_GPU_SHARED_BESIDE", 0, 1, &on);
+    return (int)on;
+}
+
+/* With the router tail inside the router GEMV, the GEMV sets two per-layer flags to the step's epoch
+ * (block 0 once x and the zeroed accumulators are written, the routing warp once the routing is) and
+ * the fused expert kernel, placed early by programmatic dependent launch, starts on them instead of
+ * on the GEMV's end: on Qwen's shape that GEMV still streams the shared expert's 46 MB of gate/up rows
+ * for about 4 us after the routing is known (Qwen1.5-MoE-A2.7B shape, step at positions 32-96 / ~200 /
+ * ~1024, H200, 2026-11-30: 1.476 / 1.514 / 1.566 -> 1.453 / 1.498 / 1.543 ms, tokens identical).
+ * HZ_GPU_ROUTE_READY=0 makes the experts wait for the GEMV's end (for the comparison). */
+static int route_ready_env(void) {
+    uint32_t on = 1;
+    hz_env_u32("HZ_GPU_ROUTE_READY", 0, 1, &on);
     return (int)on;
 }
 
@@ -305,6 +319,7 @@ int hz_gpu_session_create(hz_session *s) {
     g->use_pdl = 1;
     g->route_kernel = route_kernel_env();
     g->speculate = speculate_env();
+    g->route_ready = route_ready_env();
     const uint64_t act_bytes = layout_act(s, g, NULL);
     const uint64_t kv_bytes = (uint64_t)c->layers * s->max_context * c->kv_heads * c->head_dim * sizeof(hz_f16);
     const uint32_t K = c->top_k, rows_n = m->group_limit > K ? m->group_limit : K;
@@ -473,7 +488,9 @@ static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n) {
  *   router GEMV   x = ffn_norm(h + o) (also stored in xn for the experts), zeroes acc; Qwen adds the
  *                 shared expert's gate/up/gate-logit rows; tail: softmax + top-k (+ device row table),
  *                 inside the GEMV or as its own kernel (route_own_kernel)
- *   experts       full: one executor call on the device table; partial: routed_partial
+ *   experts       full: one executor call on the device table, which starts on the router GEMV's
+ *                 ready flags when the router tail runs inside that GEMV (route_ready); partial:
+ *                 routed_partial
  *   (Qwen) shared down GEMV, x = fp16(silu(g) * u): on the side stream (g->side), beside the routed
  *                 experts, joined back before the next layer (see there)
  * then, for the last token, the lm_head GEMV with x = final_norm(h + moe) and the argmax tail.
@@ -528,6 +545,12 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
         r++;
         const int own_route = route_own_kernel(g, ra.nseg > 1);
         if (own_route) ra.tail = HZ_DGEMV_TAIL_NONE;
+        /* With the router inside the GEMV, the experts start on its flags, not at its end. */
+        const int ready = gm->full && !own_route && g->route_ready;
+        if (ready) {
+            ra.ready = g->ready + 2u * l;
+            ra.step = g->dstep;
+        }
         CALL(hz_decode_gemv(&ra, &gm->dev, &kl));
         if (own_route) {
             CALL(hz_model_route(g->rlog, E, ra.top_k, ra.norm_topk, ra.ids_out, ra.w_out, ra.table, ra.rows_out, kl.pdl,
@@ -542,7 +565,8 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
         if (qwen && g->side) CALL(hz_decode_fork(g->side, stream));
         if (gm->full)
             CALL(hz_exec_cuda_moe_device(m->exec, K, g->rows_dev, g->route_w, g->xn, g->acc, g->scratch,
-                                         g->scratch_bytes, stream));
+                                         g->scratch_bytes, ready ? ra.ready : NULL, ready ? &g->dstep->epoch : NULL,
+                                         stream));
         else
             CALL(routed_partial(s, l));
         if (qwen && g->side) {
@@ -782,6 +806,11 @@ int hz_gpu_session_set_decode(hz_session *s, int graph, int pdl, uint32_t splits
     return HZ_OK;
 }
 
+/* Whether the routed experts of a full-residency step start on the router GEMV's flags (enqueue_step). */
+static int experts_on_flags(const hz_session *s) {
+    return s->model->gpu->full && s->gpu->route_ready && !route_own_kernel(s->gpu, s->model->cfg.shared_inter != 0);
+}
+
 int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
     const hz_gpu_session *g = s->gpu;
     const char *path = !s->model->gpu->full ? "eager (partial residency)"
@@ -801,11 +830,12 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      ",\"decode_path\":\"%s\",\"decode_pdl\":%s,\"graph_kernels\":%u,\"graph_steps\":%llu,"
                      "\"eager_steps\":%llu,\"attention_splits\":%u,\"steps_queued_ahead\":%s,"
                      "\"steps_ahead_adopted\":%llu,\"steps_ahead_discarded\":%llu,\"argmax_readback\":\"%s\","
-                     "\"graph_fallback\":%s%s%s",
+                     "\"experts_start\":\"%s\",\"graph_fallback\":%s%s%s",
                      path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graphs[0]),
                      (unsigned long long)g->graph_steps, (unsigned long long)g->eager_steps, g->attn_splits,
                      g->speculate ? "true" : "false", (unsigned long long)g->spec_adopted,
                      (unsigned long long)g->spec_discarded, g->d_argmax_slot[0] ? "kernel store" : "copy",
+                     experts_on_flags(s) ? "router flags" : "router end",
                      g->graph_state < 0 ? "\"" : "", g->graph_state < 0 ? why : "null", g->graph_state < 0 ? "\"" : "");
     return k < 0 || (size_t)k >= n ? hz_error(HZ_ENOMEM, "session stats: decode fields do not fit") : HZ_OK;
 }

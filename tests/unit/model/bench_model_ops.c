@@ -469,7 +469,7 @@ static int attention_case(uint32_t n_pos, int reps) {
     CK(cudaMalloc((void **)&c.count, (size_t)heads * 4));
     CK(cudaMemset(c.count, 0, (size_t)heads * 4));
     CK(cudaMalloc((void **)&c.step, sizeof(hz_dstep)));
-    hz_dstep st = {0, n_pos - 1};
+    hz_dstep st = {0, n_pos - 1, 0};
     CK(cudaMemcpy(c.step, &st, sizeof st, cudaMemcpyHostToDevice));
     int bad = 0;
     const uint32_t try_splits[3] = {max_splits, 1, 3};
@@ -671,7 +671,7 @@ static void nonrouted_breakdown(const hz_model_config *c, const uint32_t *pos, i
                                    "router GEMV + norm + top-k tail", "shared down GEMV + SiLU", "lm_head GEMV + norm + argmax"};
     for (int k = 0; k < npos; k++) {
         printf("  breakdown at position %u (each kernel alone in a graph of %d, random data):\n", pos[k], GRAPH_OPS);
-        hz_dstep st = {0, pos[k]};
+        hz_dstep st = {0, pos[k], 0};
         CK(cudaMemcpy(L.step, &st, sizeof st, cudaMemcpyHostToDevice));
         double sum = 0;
         for (int w = 0; w < 6; w++) {
