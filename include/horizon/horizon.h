@@ -400,7 +400,21 @@ int hz_decode_step(hz_session *session, int32_t token, int32_t *out_next);
  * Errors: HZ_ESTATE before any token was run; HZ_EDEVICE when that copy fails. */
 int hz_session_logits(const hz_session *session, const float **out, uint32_t *out_count);
 
-/* Session counters as JSON: tokens prefilled, decoded, seconds in each. Caller frees. */
+/* Session counters as one JSON object, into *out (caller frees with hz_free()). Every session reports
+ * position, max_context, tokens_prefilled, prefill_calls, prefill_seconds, tokens_decoded,
+ * decode_calls and decode_seconds. A cuda session adds how its decode steps ran:
+ *   decode_path        "graph", "graph (not captured yet)", "eager (partial residency)",
+ *                      "eager (graph disabled)" or "eager (graph capture failed)";
+ *   graph_fallback     null, or the reason the capture failed (then the steps run eagerly);
+ *   decode_pdl, graph_kernels, graph_steps, eager_steps, attention_splits;
+ *   steps_queued_ahead (whether hz_decode_step may queue the next step), steps_ahead_adopted,
+ *                      steps_ahead_discarded;
+ *   argmax_readback    "kernel store" (the argmax kernel writes the token to pinned memory) or "copy";
+ *   experts_start      "router flags" (the routed experts start once the router has written the
+ *                      routing, while its kernel still runs) or "router end".
+ * Fields may be added; none is removed or changes meaning within a major version.
+ * Errors: HZ_EINVAL (NULL), HZ_ENOMEM. Like every session call, not concurrently with another call on
+ * the same session. */
 int hz_session_stats_json(const hz_session *session, char **out);
 
 #ifdef __cplusplus
