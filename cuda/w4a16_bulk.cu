@@ -643,7 +643,7 @@ int hz_w4a16_bulk_fused_launch(const hz_w4a16_args *a, void *stream) {
     hz_fill_down_params(a, p);    /* ... and the down ones (the same intermediate) */
     p.gu_tiles = (p.ikp + kGuTileRows - 1u) / kGuTileRows;
     p.dn_tiles = (p.hidden + kDnTileRows - 1u) / kDnTileRows;
-    p.ready = a->blobs_dev && a->ready_epoch ? a->ready : nullptr;
+    p.ready = a->blobs_dev && a->ready && a->ready_epoch ? a->ready : nullptr;
     p.ready_epoch = a->ready_epoch;
     /* One block per SM at most; each block's share of both passes is a run of consecutive tiles. */
     const uint32_t gu_total = p.n * p.gu_tiles;

@@ -63,8 +63,9 @@ int hz_decode_device_info(void *stream, uint32_t max_in, hz_decode_dev *out);
 int hz_decode_enter(void *stream);
 
 /* ---- step start -------------------------------------------------------------------------------------
- * One thread writes {token, pos} into *d_step and advances its epoch. Launched without programmatic dependent launch, so it
- * waits for everything queued before it (the previous step still reads *d_step). */
+ * One thread writes {token, pos} into *d_step and advances its epoch. Launched without programmatic
+ * dependent launch, so it waits for everything queued before it (the previous step still reads
+ * *d_step). */
 int hz_decode_begin(int32_t token, uint32_t pos, hz_dstep *d_step, void *stream);
 
 /* ---- GEMV with fused prologue and tail -----------------------------------------------------------------

@@ -123,8 +123,8 @@ int hz_exec_cuda_moe_device(hz_executor *ex, uint32_t n, const void *const *rows
     a.acc = acc;
     a.scratch = scratch;
     a.scratch_bytes = scratch_bytes;
-    a.ready = ready_epoch ? ready : NULL;
-    a.ready_epoch = ready ? ready_epoch : NULL;
+    a.ready = ready; /* the fused kernel's launcher uses them only both together */
+    a.ready_epoch = ready_epoch;
     int st = launch(ce, &a, queue);
     return st ? hz_error_prefix(st, "%s executor", ex->ops->name) : HZ_OK;
 }

@@ -466,6 +466,13 @@ static int route_own_kernel(const hz_gpu_session *g, int shared_rows) {
     return g->route_kernel >= 0 ? g->route_kernel : !shared_rows;
 }
 
+/* Whether the routed experts of a full-residency step start on the router GEMV's ready flags: where
+ * the router tail runs inside that GEMV (route_ready_env). */
+static int experts_on_flags(const hz_session *s) {
+    const int shared_rows = s->model->cfg.arch == HZ_ARCH_QWEN2MOE; /* enqueue_step's router GEMV */
+    return s->model->gpu->full && s->gpu->route_ready && !route_own_kernel(s->gpu, shared_rows);
+}
+
 /* Enqueues the copy of the first n predicted ids into `ids` (host stack memory, so the copy completes
  * before the call returns on cuda; counted under purpose routing). */
 static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n) {
@@ -546,7 +553,7 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
         const int own_route = route_own_kernel(g, ra.nseg > 1);
         if (own_route) ra.tail = HZ_DGEMV_TAIL_NONE;
         /* With the router inside the GEMV, the experts start on its flags, not at its end. */
-        const int ready = gm->full && !own_route && g->route_ready;
+        const int ready = experts_on_flags(s);
         if (ready) {
             ra.ready = g->ready + 2u * l;
             ra.step = g->dstep;
@@ -804,11 +811,6 @@ int hz_gpu_session_set_decode(hz_session *s, int graph, int pdl, uint32_t splits
     g->use_pdl = pdl != 0;
     g->attn_splits = splits ? splits : max_splits;
     return HZ_OK;
-}
-
-/* Whether the routed experts of a full-residency step start on the router GEMV's flags (enqueue_step). */
-static int experts_on_flags(const hz_session *s) {
-    return s->model->gpu->full && s->gpu->route_ready && !route_own_kernel(s->gpu, s->model->cfg.shared_inter != 0);
 }
 
 int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
