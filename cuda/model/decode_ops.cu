@@ -511,6 +511,8 @@ extern "C" int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, 
 struct hz_decode_side {
     cudaStream_t stream;
     cudaEvent_t fork, join;
+    cudaGraphNode_t fork_node;  /* while capturing a programmatic fork: the kernel node it follows */
+    unsigned long long programmatic_edges; /* made by hz_decode_side_begin since creation */
 };
 
 extern "C" void hz_decode_side_destroy(hz_decode_side *side) {
@@ -542,8 +544,31 @@ extern "C" int hz_decode_side_create(void *stream, hz_decode_side **out) {
     return HZ_OK;
 }
 
-extern "C" int hz_decode_fork(hz_decode_side *side, void *stream) {
+extern "C" unsigned long long hz_decode_side_programmatic_edges(const hz_decode_side *side) {
+    return side ? side->programmatic_edges : 0;
+}
+
+/* The node a capturing stream's next node will follow, when it is exactly one kernel node. */
+static cudaGraphNode_t last_kernel_node(cudaStream_t s) {
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    const cudaGraphNode_t *deps = nullptr;
+    size_t n = 0;
+    if (cudaStreamGetCaptureInfo(s, &cs, nullptr, nullptr, &deps, nullptr, &n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return nullptr;
+    }
+    cudaGraphNodeType t;
+    if (cs != cudaStreamCaptureStatusActive || n != 1 || cudaGraphNodeGetType(deps[0], &t) != cudaSuccess ||
+        t != cudaGraphNodeTypeKernel) {
+        (void)cudaGetLastError();
+        return nullptr;
+    }
+    return deps[0];
+}
+
+extern "C" int hz_decode_fork(hz_decode_side *side, void *stream, int programmatic) {
     if (!side) return hz_error(HZ_EINVAL, "decode fork: no side stream");
+    side->fork_node = programmatic ? last_kernel_node(static_cast<cudaStream_t>(stream)) : nullptr;
     cudaError_t e = cudaEventRecord(side->fork, static_cast<cudaStream_t>(stream));
     return e == cudaSuccess ? HZ_OK : cuda_fail(e, "cudaEventRecord (fork to the side stream)");
 }
@@ -552,6 +577,39 @@ extern "C" int hz_decode_side_begin(hz_decode_side *side, void **side_stream) {
     if (!side || !side_stream) return hz_error(HZ_EINVAL, "decode side stream: NULL argument");
     cudaError_t e = cudaStreamWaitEvent(side->stream, side->fork, 0);
     if (e != cudaSuccess) return cuda_fail(e, "cudaStreamWaitEvent (side stream on the fork)");
+    if (side->fork_node) {
+        /* Captured: the side kernel's edge from the fork's kernel becomes programmatic, so it is
+         * launched when that kernel's blocks trigger (as a kernel launched with programmatic dependent
+         * launch on the same stream would be) and waits for its end on the device (griddep_wait),
+         * instead of being launched only after that end. The other edges stay full ones. */
+        cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+        const cudaGraphNode_t *deps = nullptr;
+        const cudaGraphEdgeData *ed = nullptr;
+        size_t n = 0;
+        e = cudaStreamGetCaptureInfo(side->stream, &cs, nullptr, nullptr, &deps, &ed, &n);
+        if (e != cudaSuccess) return cuda_fail(e, "cudaStreamGetCaptureInfo (side stream)");
+        cudaGraphNode_t nodes[8];
+        cudaGraphEdgeData data[8];
+        if (cs != cudaStreamCaptureStatusActive || n > 8)
+            return hz_error(HZ_EDEVICE, "decode side stream: capture state %d with %zu dependencies", (int)cs, n);
+        int found = 0;
+        for (size_t i = 0; i < n; i++) {
+            nodes[i] = deps[i];
+            data[i] = ed ? ed[i] : cudaGraphEdgeData{};
+            if (deps[i] == side->fork_node) {
+                data[i] = cudaGraphEdgeData{};
+                data[i].from_port = cudaGraphKernelNodePortProgrammatic;
+                data[i].type = cudaGraphDependencyTypeProgrammatic;
+                found = 1;
+            }
+        }
+        if (found) {
+            e = cudaStreamUpdateCaptureDependencies(side->stream, nodes, data, n, cudaStreamSetCaptureDependencies);
+            if (e != cudaSuccess) return cuda_fail(e, "cudaStreamUpdateCaptureDependencies (programmatic side edge)");
+            side->programmatic_edges++;
+        }
+        side->fork_node = nullptr;
+    }
     *side_stream = side->stream;
     return HZ_OK;
 }

@@ -194,7 +194,13 @@ typedef struct hz_decode_side hz_decode_side;
 
 int hz_decode_side_create(void *stream, hz_decode_side **out);
 void hz_decode_side_destroy(hz_decode_side *side);
-int hz_decode_fork(hz_decode_side *side, void *stream);
+/* programmatic: while `stream` is capturing, the first side kernel after this fork gets a programmatic
+ * edge from the kernel the fork follows (when that is exactly one kernel node): it is launched when that
+ * kernel's blocks trigger and waits for its end on the device (griddep_wait), as with programmatic
+ * dependent launch on one stream. Eager work and other edges: full dependencies. */
+int hz_decode_fork(hz_decode_side *side, void *stream, int programmatic);
+/* How many programmatic edges hz_decode_side_begin has made (0 for NULL). */
+unsigned long long hz_decode_side_programmatic_edges(const hz_decode_side *side);
 int hz_decode_side_begin(hz_decode_side *side, void **side_stream);
 int hz_decode_join(hz_decode_side *side, void *stream);
 

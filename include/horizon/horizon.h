@@ -411,7 +411,10 @@ int hz_session_logits(const hz_session *session, const float **out, uint32_t *ou
  *                      steps_ahead_discarded;
  *   argmax_readback    "kernel store" (the argmax kernel writes the token to pinned memory) or "copy";
  *   experts_start      "router flags" (the routed experts start once the router has written the
- *                      routing, while its kernel still runs) or "router end".
+ *                      routing, while its kernel still runs) or "router end";
+ *   shared_down_start  null (no shared expert on a side stream), "router trigger" (in captured steps the
+ *                      shared expert's down projection is placed while the router kernel runs and
+ *                      waits for its end on the device) or "router end".
  * Fields may be added; none is removed or changes meaning within a major version.
  * Errors: HZ_EINVAL (NULL), HZ_ENOMEM. Like every session call, not concurrently with another call on
  * the same session. */

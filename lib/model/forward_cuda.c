@@ -291,6 +291,19 @@ static int route_ready_env(void) {
     return (int)on;
 }
 
+/* In a captured step, Qwen's shared down GEMV on the side stream gets a programmatic edge from the
+ * router GEMV (hz_decode_fork): it is placed while that GEMV runs and loads its first rows then, instead
+ * of being launched after its end (Qwen1.5-MoE-A2.7B shape, step at positions 32-96 / ~200 / ~1024,
+ * H200, 2026-11-30, two runs each: 1.449-1.459 / 1.494-1.502 / 1.543-1.544 ms with the full edge,
+ * 1.425-1.427 / 1.477-1.479 / 1.538 ms with this one, tokens identical; launching that GEMV with
+ * programmatic dependent launch on its own stream instead: 1.499-1.501 / 1.550-1.551 / 1.601-1.602).
+ * HZ_GPU_SIDE_EDGE=0 keeps the full edge (for the comparison). */
+static int side_edge_env(void) {
+    uint32_t on = 1;
+    hz_env_u32("HZ_GPU_SIDE_EDGE", 0, 1, &on);
+    return (int)on;
+}
+
 /* HZ_GPU_SPECULATE=0 turns the step queued ahead off (hz_gpu_session.speculate). */
 static int speculate_env(void) {
     uint32_t on = 1;
@@ -333,6 +346,7 @@ int hz_gpu_session_create(hz_session *s) {
     if (!st) st = hz_event_create(m->device, &g->done);
     for (int p = 0; p < 2 && !st; p++) st = be->ops->event_create(be, &g->step_done[p]);
     if (!st && c->shared_inter && shared_beside()) st = hz_decode_side_create(m->gpu->queue, &g->side);
+    g->side_edge = side_edge_env();
     if (st) return hz_error_prefix(st, "session: device state (%llu + 2 x %llu bytes)",
                                    (unsigned long long)act_bytes, (unsigned long long)kv_bytes);
     layout_act(s, g, g->act);
@@ -569,7 +583,7 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
          * after them, 1.544 ms beside them at the usual grid; doc/benchmarks.md, fifth round). */
         hz_dgemv_args da = {.seg = {{w->sh_down, NULL, g->shd, H, 0}}, .nseg = 1, .in = S,
                             .x_mode = HZ_DGEMV_X_SILU, .g = g->shg, .u = g->shu};
-        if (qwen && g->side) CALL(hz_decode_fork(g->side, stream));
+        if (qwen && g->side) CALL(hz_decode_fork(g->side, stream, g->use_pdl && g->side_edge));
         if (gm->full)
             CALL(hz_exec_cuda_moe_device(m->exec, K, g->rows_dev, g->route_w, g->xn, g->acc, g->scratch,
                                          g->scratch_bytes, ready ? ra.ready : NULL, ready ? &g->dstep->epoch : NULL,
@@ -832,12 +846,15 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      ",\"decode_path\":\"%s\",\"decode_pdl\":%s,\"graph_kernels\":%u,\"graph_steps\":%llu,"
                      "\"eager_steps\":%llu,\"attention_splits\":%u,\"steps_queued_ahead\":%s,"
                      "\"steps_ahead_adopted\":%llu,\"steps_ahead_discarded\":%llu,\"argmax_readback\":\"%s\","
-                     "\"experts_start\":\"%s\",\"graph_fallback\":%s%s%s",
+                     "\"experts_start\":\"%s\",\"shared_down_start\":%s,\"graph_fallback\":%s%s%s",
                      path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graphs[0]),
                      (unsigned long long)g->graph_steps, (unsigned long long)g->eager_steps, g->attn_splits,
                      g->speculate ? "true" : "false", (unsigned long long)g->spec_adopted,
                      (unsigned long long)g->spec_discarded, g->d_argmax_slot[0] ? "kernel store" : "copy",
                      experts_on_flags(s) ? "router flags" : "router end",
+                     !g->side ? "null"
+                     : hz_decode_side_programmatic_edges(g->side) ? "\"router trigger\""
+                                                                  : "\"router end\"",
                      g->graph_state < 0 ? "\"" : "", g->graph_state < 0 ? why : "null", g->graph_state < 0 ? "\"" : "");
     return k < 0 || (size_t)k >= n ? hz_error(HZ_ENOMEM, "session stats: decode fields do not fit") : HZ_OK;
 }

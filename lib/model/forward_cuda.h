@@ -96,6 +96,7 @@ struct hz_gpu_session {
      * step that runs at that position). HZ_GPU_SPECULATE=0 at session creation turns it off. */
     int speculate;           /* allowed for this session */
     int route_ready;         /* HZ_GPU_ROUTE_READY at creation: experts start on the router's flags */
+    int side_edge;           /* HZ_GPU_SIDE_EDGE at creation: programmatic edge to the side GEMV */
     int spec_inflight;       /* a step is queued ahead: position spec_pos, token = the argmax returned
                               * for the step before it (spec_token) */
     uint32_t spec_pos;

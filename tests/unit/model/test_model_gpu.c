@@ -205,16 +205,19 @@ static uint64_t decode_path(hz_session *s, char *out, size_t n) {
 /* Graph, eager + PDL, plain eager, the graph with the router tail placed the other way (its own
  * kernel or inside the router GEMV: HZ_GPU_ROUTE_KERNEL, read when a session is created), and the graph
  * with the routed experts waiting for the router GEMV's end instead of its ready flags
- * (HZ_GPU_ROUTE_READY=0) on the same model: bit-identical logits; the stats say where the experts start;
- * greedy steps copy 4 bytes back, not the logits; a sampling session fetches them. */
-#define N_MODES 5
+ * (HZ_GPU_ROUTE_READY=0), and the graph with Qwen's side shared down GEMV after a full edge from the
+ * router GEMV instead of a programmatic one (HZ_GPU_SIDE_EDGE=0) on the same model: bit-identical
+ * logits; the stats say where the experts and the shared down start; greedy steps copy 4 bytes back,
+ * not the logits; a sampling session fetches them. */
+#define N_MODES 6
 static void check_decode_modes(const char *path, const char *arch) {
     static const struct {
         const char *name;
-        int graph, pdl, other_route, no_ready;
-    } modes[N_MODES] = {{"graph+pdl", 1, 1, 0, 0}, {"eager+pdl", 0, 1, 0, 0}, {"eager", 0, 0, 0, 0},
-                        {"graph+pdl, other router tail", 1, 1, 1, 0},
-                        {"graph+pdl, experts after the router's end", 1, 1, 0, 1}};
+        int graph, pdl, other_route, no_ready, full_edge;
+    } modes[N_MODES] = {{"graph+pdl", 1, 1, 0, 0, 0}, {"eager+pdl", 0, 1, 0, 0, 0}, {"eager", 0, 0, 0, 0, 0},
+                        {"graph+pdl, other router tail", 1, 1, 1, 0, 0},
+                        {"graph+pdl, experts after the router's end", 1, 1, 0, 1, 0},
+                        {"graph+pdl, shared down after the router's end", 1, 1, 0, 0, 1}};
     /* the default places OLMoE's tail in its own kernel and Qwen's inside the GEMV (forward_cuda.c) */
     const char *other_route = strcmp(arch, "olmoe") == 0 ? "0" : "all";
     stack g;
@@ -226,9 +229,11 @@ static void check_decode_modes(const char *path, const char *arch) {
         lg[md] = malloc((size_t)(N_STEPS + 1) * V * sizeof(float));
         if (modes[md].other_route) setenv("HZ_GPU_ROUTE_KERNEL", other_route, 1);
         if (modes[md].no_ready) setenv("HZ_GPU_ROUTE_READY", "0", 1);
+        if (modes[md].full_edge) setenv("HZ_GPU_SIDE_EDGE", "0", 1);
         hz_session *s = NULL;
         int st = hz_session_create(g.m, NULL, &s);
         unsetenv("HZ_GPU_ROUTE_READY");
+        unsetenv("HZ_GPU_SIDE_EDGE");
         if (!st) st = hz_gpu_session_set_decode(s, modes[md].graph, modes[md].pdl, 0);
         if (st || !lg[md]) {
             FAILF("%s %s: session: %s", arch, modes[md].name, hz_last_error_message());
@@ -252,9 +257,14 @@ static void check_decode_modes(const char *path, const char *arch) {
             const int tail_in_gemv = strcmp(arch, "olmoe") == 0 ? modes[md].other_route : !modes[md].other_route;
             const char *want = tail_in_gemv && !modes[md].no_ready ? "\"experts_start\":\"router flags\""
                                                                    : "\"experts_start\":\"router end\"";
+            /* Qwen's shared down runs on the side stream; its edge is programmatic in captured steps */
+            const char *want_sd = strcmp(arch, "olmoe") == 0 ? "\"shared_down_start\":null"
+                                  : modes[md].graph && modes[md].pdl && !modes[md].full_edge
+                                      ? "\"shared_down_start\":\"router trigger\""
+                                      : "\"shared_down_start\":\"router end\"";
             char *js = NULL;
-            if (hz_session_stats_json(s, &js) != HZ_OK || !strstr(js, want))
-                FAILF("%s %s: stats without %s", arch, modes[md].name, want);
+            if (hz_session_stats_json(s, &js) != HZ_OK || !strstr(js, want) || !strstr(js, want_sd))
+                FAILF("%s %s: stats without %s or %s", arch, modes[md].name, want, want_sd);
             hz_free(js);
         }
         if (ok && md == 0) { /* lazy logits: greedy steps bring back the argmax only */
