@@ -26,6 +26,14 @@ __device__ __forceinline__ void cp_async16(void *dst, const void *src) {
     *static_cast<uint4 *>(dst) = __ldcg(static_cast<const uint4 *>(src));
 #endif
 }
+/* 8 bytes global -> shared (through L1); completion as cp_async16's. */
+__device__ __forceinline__ void cp_async8(void *dst, const void *src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(smem_u32(dst)), "l"(src) : "memory");
+#else
+    *static_cast<uint2 *>(dst) = *static_cast<const uint2 *>(src);
+#endif
+}
 __device__ __forceinline__ void cp_async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.commit_group;" ::: "memory");

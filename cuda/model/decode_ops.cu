@@ -207,7 +207,8 @@ struct RowOut {
  * and the router ticket: true (in every lane) for the warp that wrote the last router row, which then
  * routes (route_rows; fence before the ticket, fence after, so it sees every router row). */
 template <bool ROUTE>
-__device__ __forceinline__ bool emit_row(const dgemv_params &p, uint32_t row, float acc, uint32_t lane, RowOut &ro) {
+__device__ __forceinline__ bool emit_row(const dgemv_params &p, uint32_t row, float acc, uint32_t lane, RowOut &ro,
+                                         uint32_t tag) {
     const hz_dgemv_args &a = p.a;
     const uint32_t s = seg_of(p, row), r = row - p.start[s];
     acc = warp_sum(acc);
@@ -223,22 +224,62 @@ __device__ __forceinline__ bool emit_row(const dgemv_params &p, uint32_t row, fl
             ro.best = v;
             ro.best_i = r;
         }
-        if (ROUTE && s == 0) {
+        if (ROUTE && s == 0 && a.tags) {
+            st_relaxed_gpu(a.tags + r, tag | f2h(v)); /* the bits stored in y */
+        } else if (ROUTE && s == 0) {
             __threadfence();
             routes = atomicAdd(p.counter, 1u) == sg.rows - 1u;
         }
     }
+    /* the last router row's warp polls the tags: not in block 0, which fences its stores of h, x and
+     * the zeroed accumulators before its rows (a ~2 us later start under the layer's stream) */
+    if (ROUTE && a.tags) return s == 0 && r == a.seg[0].rows - 1u;
     return ROUTE && __shfl_sync(0xffffffffu, routes, 0);
 }
 
+/* The router tail's shared memory after x: E floats, then (8-byte aligned) the layer's E row
+ * addresses, copied there by the blocks with router rows before their wait (the table is not written
+ * during a step); hz_decode_gemv sizes it. */
+__device__ __forceinline__ float *route_probs(const hz_dgemv_args &a, uint16_t *xs) {
+    return reinterpret_cast<float *>(xs + ((a.in + 7u) & ~7u));
+}
+__device__ __forceinline__ const void **route_table_smem(const hz_dgemv_args &a, uint16_t *xs) {
+    const uintptr_t end = reinterpret_cast<uintptr_t>(route_probs(a, xs) + a.seg[0].rows);
+    return reinterpret_cast<const void **>((end + 7u) & ~static_cast<uintptr_t>(7u));
+}
+
 /* The router tail, by the warp emit_row chose: softmax + top-k over every router row. */
-__device__ __forceinline__ void route_rows(const dgemv_params &p, uint32_t lane, uint16_t *xs) {
+__device__ __forceinline__ void route_rows(const dgemv_params &p, uint32_t lane, uint16_t *xs, uint32_t tag) {
     const hz_dgemv_args &a = p.a;
     __threadfence();
-    float *pr = reinterpret_cast<float *>(xs + ((a.in + 7u) & ~7u));
-    route_warp(static_cast<const uint16_t *>(a.seg[0].y), a.seg[0].rows, a.top_k, a.norm_topk, a.ids_out, a.w_out,
-               a.table, a.rows_out, pr);
-    if (lane == 0) *p.counter = 0; /* ready for the next launch */
+    const void *const *table = a.table ? route_table_smem(a, xs) : nullptr;
+    const uint32_t E = a.seg[0].rows;
+    float *pr = route_probs(a, xs);
+    if (a.tags) { /* every router row's word carries this launch's tag: poll them, no ticket, no fence */
+        float mx = -INFINITY;
+        for (uint32_t b = 0; b < E; b += 2u * kWarp) { /* two words per lane in flight per round */
+            const uint32_t e0 = b + lane, e1 = e0 + kWarp;
+            uint32_t t0 = tag, t1 = tag;
+            do {
+                if (e0 < E) t0 = ld_relaxed_gpu(a.tags + e0);
+                if (e1 < E) t1 = ld_relaxed_gpu(a.tags + e1);
+            } while (!__all_sync(0xffffffffu, (t0 >> 16) == (tag >> 16) && (t1 >> 16) == (tag >> 16)));
+            if (e0 < E) {
+                pr[e0] = h2f((uint16_t)t0);
+                mx = fmaxf(mx, pr[e0]);
+            }
+            if (e1 < E) {
+                pr[e1] = h2f((uint16_t)t1);
+                mx = fmaxf(mx, pr[e1]);
+            }
+        }
+        __syncwarp();
+        route_warp_select(pr, warp_max(mx), E, a.top_k, a.norm_topk, a.ids_out, a.w_out, table, a.rows_out);
+    } else {
+        route_warp(static_cast<const uint16_t *>(a.seg[0].y), E, a.top_k, a.norm_topk, a.ids_out, a.w_out, table,
+                   a.rows_out, pr);
+        if (lane == 0) *p.counter = 0; /* ready for the next launch */
+    }
     if (a.ready) { /* every lane's stores of the routing, then the flag */
         __threadfence();
         __syncwarp();
@@ -260,10 +301,25 @@ __global__ void __launch_bounds__(kGemvThreads, MINB) dgemv_kernel(const __grid_
     const hz_dgemv_args &a = p.a;
     HZ_TL_SCOPE(HZ_TL_GEMV, a.seg[0].w, p.start[a.nseg], a.in);
     const uint32_t lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-    const uint32_t total = p.start[a.nseg], stride = gridDim.x * kGemvWarps, chunks = a.in / 8u;
+    const uint32_t total = p.start[a.nseg], chunks = a.in / 8u;
     uint32_t row = blockIdx.x * kGemvWarps + warp;
+    /* router_alone: the warps of the first pass that take a router row take only that row, the others
+     * share the remaining rows; else every warp strides over all rows (see hz_dgemv_args.router_alone) */
+    const uint32_t grid_warps = gridDim.x * kGemvWarps;
+    const uint32_t stride = !(ROUTE && a.router_alone) ? grid_warps
+                            : row < p.start[1]         ? total
+                                                       : grid_warps - p.start[1];
     uint4 wv[BATCH];
     if (VEC && row < total) load_batch(row_ptr(p, row), 0, lane, chunks, wv);
+    /* a block with router rows may route: the table to shared memory meanwhile (route_table_smem) */
+    __shared__ uint32_t route_tag; /* hz_dgemv_args.tags: the epoch's low 16 bits, shifted up */
+    const bool router_block = ROUTE && blockIdx.x * kGemvWarps < p.start[1];
+    if (router_block && a.table) {
+        const void **t = route_table_smem(a, xs);
+        for (uint32_t i = threadIdx.x; i < a.seg[0].rows; i += blockDim.x) cp_async8(t + i, a.table + i);
+        cp_async_commit();
+    }
+    if (router_block && a.tags && threadIdx.x == 0) route_tag = (__ldcg(&a.step->epoch) & 0xffffu) << 16;
 
     griddep_wait();
     HZ_TL_WAITED();
@@ -281,6 +337,7 @@ __global__ void __launch_bounds__(kGemvThreads, MINB) dgemv_kernel(const __grid_
         for (uint32_t i = threadIdx.x; i < a.zero_n; i += blockDim.x) a.zero[i] = 0.0f;
     const bool signal = ROUTE && a.ready && blockIdx.x == 0;
     if (signal) __threadfence(); /* this thread's stores of h_out, x_out and zero, before the flag */
+    if (router_block && a.table) cp_async_wait<0>(); /* the barrier below publishes the table copy */
     __syncthreads();
     if (signal && threadIdx.x == 0) st_release_gpu(a.ready, __ldcg(&a.step->epoch));
     if (threadIdx.x == 0) HZ_TL_MARK(0);
@@ -299,9 +356,9 @@ __global__ void __launch_bounds__(kGemvThreads, MINB) dgemv_kernel(const __grid_
                 load_batch(w4, c0, lane, chunks, wv);
             }
             if (next < total) load_batch(row_ptr(p, next), 0, lane, chunks, wv); /* in flight during the reduction */
-            if (emit_row<ROUTE>(p, row, acc, lane, ro)) {
+            if (emit_row<ROUTE>(p, row, acc, lane, ro, route_tag)) {
                 if (lane == 0) HZ_TL_MARK(1);
-                route_rows(p, lane, xs);
+                route_rows(p, lane, xs, route_tag);
                 if (lane == 0) HZ_TL_MARK(2);
             }
             row = next;
@@ -312,7 +369,7 @@ __global__ void __launch_bounds__(kGemvThreads, MINB) dgemv_kernel(const __grid_
             const uint16_t *w = a.seg[s].w + (size_t)r * a.in;
             float acc = 0.0f;
             for (uint32_t i = lane; i < a.in; i += kWarp) acc = fmaf(h2f(w[i]), h2f(xs[i]), acc);
-            if (emit_row<ROUTE>(p, row, acc, lane, ro)) route_rows(p, lane, xs);
+            if (emit_row<ROUTE>(p, row, acc, lane, ro, route_tag)) route_rows(p, lane, xs, route_tag);
         }
     }
     if (a.tail != HZ_DGEMV_TAIL_ARGMAX) return; /* the router tail ran in the loop */
@@ -438,6 +495,8 @@ static int dgemv_check(const hz_dgemv_args *a, const hz_decode_dev *dev) {
         return hz_error(HZ_EINVAL, "decode gemv: bad router tail (E %u, K %u)", a->seg[0].rows, a->top_k);
     if (a->ready && (a->tail != HZ_DGEMV_TAIL_ROUTE || !a->step))
         return hz_error(HZ_EINVAL, "decode gemv: ready flags need the router tail and the step");
+    if (a->tags && (a->tail != HZ_DGEMV_TAIL_ROUTE || !a->step || a->seg[0].out_f32))
+        return hz_error(HZ_EINVAL, "decode gemv: router tags need the router tail, the step and FP16 logits");
     if (a->tail == HZ_DGEMV_TAIL_ARGMAX && (!a->seg[0].out_f32 || !a->argmax_out))
         return hz_error(HZ_EINVAL, "decode gemv: the argmax tail needs FP32 output and a destination");
     if (a->tail > HZ_DGEMV_TAIL_ARGMAX) return hz_error(HZ_EINVAL, "decode gemv: tail %u", a->tail);
@@ -489,8 +548,13 @@ extern "C" int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, 
         p.bval = reinterpret_cast<float *>(t + 256);
         p.bidx = reinterpret_cast<uint32_t *>(t + 256 + (size_t)dev->gemv_grid * 4u);
     }
+    /* the router rows need warps of their own, and a spare one for the rest */
+    if (a->tail != HZ_DGEMV_TAIL_ROUTE || (uint64_t)a->seg[0].rows >= blocks * kGemvWarps) p.a.router_alone = 0;
     size_t smem = (size_t)((a->in + 7u) & ~7u) * 2u;
-    if (a->tail == HZ_DGEMV_TAIL_ROUTE) smem += (size_t)a->seg[0].rows * sizeof(float);
+    if (a->tail == HZ_DGEMV_TAIL_ROUTE) {
+        smem += (size_t)a->seg[0].rows * sizeof(float);
+        if (a->table) smem = ((smem + 7u) & ~(size_t)7u) + (size_t)a->seg[0].rows * sizeof(void *);
+    }
     /* The router tail is compiled into its own instantiation: the others keep its registers. A GEMV
      * beside the routed-expert kernel (one block per SM in the 80 registers per thread that kernel's
      * block leaves) keeps more bytes in flight per warp; the chunks each lane adds, and their order,

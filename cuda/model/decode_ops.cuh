@@ -135,6 +135,18 @@ typedef struct hz_dgemv_args {
      * written, ready[1] by the routing warp once ids/w/rows are; both release stores at GPU scope.
      * The routed-expert kernel waits for these two instead of for this whole grid (hz_w4a16_args.ready). */
     uint32_t *ready;
+    /* 1: each router row (segment 0) is the only row of its warp, and the other warps share the rest.
+     * The warp that takes the routing ticket then has no loads in flight for a next row: the fence before
+     * its ticket, and the routing after it, do not wait behind them, and its block ends with the routing
+     * (Qwen step 1.435 / 1.485 / 1.556 -> 1.382 / 1.441 / 1.509 ms at positions 32-96 / ~200 / ~1024,
+     * H200, 2026-11-30). The same sums either way. Ignored unless the grid has more warps than router rows. */
+    uint32_t router_alone;
+    /* Optional (needs `step`, TAIL_ROUTE): E words for this layer, never shared with another layer's
+     * launch and zeroed before first use. Each router row's warp stores (epoch & 0xffff) << 16 | its FP16
+     * logit there with one relaxed store, and the last router row's warp polls the E words until all carry the
+     * step's tag, then routes: no fence, ticket or logits read between the last router row and the
+     * routing. Without: the last router row's warp takes a ticket (fence + atomic) and reads the logits. */
+    uint32_t *tags;
     /* TAIL_ARGMAX */
     int32_t *argmax_out;
     int32_t *argmax_host; /* also written here when non-NULL: pinned host memory, its device address */

@@ -94,6 +94,17 @@ __device__ __forceinline__ void st_release_gpu(uint32_t *p, uint32_t v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
+/* A word another block writes or reads while this grid runs, with no ordering of other memory
+ * (hz_dgemv_args.tags: the value travels in the word itself). */
+__device__ __forceinline__ void st_relaxed_gpu(uint32_t *p, uint32_t v) {
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint32_t ld_relaxed_gpu(const uint32_t *p) {
+    uint32_t v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
 __device__ __forceinline__ void prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 /* ---- argmax, ties to the lower index (the CPU's first maximum) ---------------------------------- */
@@ -240,18 +251,14 @@ __device__ void route_block(const Logit *logits, uint32_t E, uint32_t K, int nor
 /* route_block's router run by ONE warp, step for step (the maxima by a warp reduction, the rest the
  * shared steps above), so both select identically. Lets the router GEMV route as soon as its last
  * router row is written, while its other blocks still stream the rest of the layer's rows. `p` is
- * shared memory for E floats owned by this warp. */
-__device__ void route_warp(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
-                           float *w_out, const void *const *table, const void **rows_out, float *p) {
+ * shared memory for E floats owned by this warp.
+ * route_warp_select: the steps after the logits (p[e] holds logit e, mx in every lane their maximum);
+ * route_warp: reads the logits first. */
+__device__ void route_warp_select(float *p, float mx, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
+                                  float *w_out, const void *const *table, const void **rows_out) {
     __shared__ uint32_t sel_id[kRouteMaxK];
     __shared__ float sel_v[kRouteMaxK];
     const uint32_t lane = threadIdx.x % kWarp;
-    float mx = -INFINITY;
-    for (uint32_t e = lane; e < E; e += kWarp) {
-        p[e] = h2f(__ldcg(logits + e));
-        mx = fmaxf(mx, p[e]);
-    }
-    mx = warp_max(mx);
     for (uint32_t e = lane; e < E; e += kWarp) p[e] = expf(p[e] - mx);
     __syncwarp();
     const float inv = __shfl_sync(0xffffffffu, lane == 0 ? route_inv_sum(p, E) : 0.0f, 0);
@@ -262,6 +269,17 @@ __device__ void route_warp(const uint16_t *logits, uint32_t E, uint32_t K, int n
     if (norm_topk && lane == 0) route_renorm(sel_v, K);
     __syncwarp();
     route_write(sel_id, sel_v, K, lane, kWarp, ids_out, w_out, table, rows_out);
+}
+
+__device__ void route_warp(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
+                           float *w_out, const void *const *table, const void **rows_out, float *p) {
+    const uint32_t lane = threadIdx.x % kWarp;
+    float mx = -INFINITY;
+    for (uint32_t e = lane; e < E; e += kWarp) {
+        p[e] = h2f(__ldcg(logits + e));
+        mx = fmaxf(mx, p[e]);
+    }
+    route_warp_select(p, warp_max(mx), E, K, norm_topk, ids_out, w_out, table, rows_out);
 }
 
 } // namespace

@@ -250,6 +250,7 @@ static uint64_t layout_act(hz_session *s, hz_gpu_session *g, uint8_t *base) {
     g->attn_count = hz_gpu_carve(base, &off, (uint64_t)c->heads * 4u);
     g->tail = hz_gpu_carve(base, &off, hz_decode_tail_bytes(&s->model->gpu->dev));
     g->ready = hz_gpu_carve(base, &off, (uint64_t)c->layers * 2u * 4u);
+    g->rtags = hz_gpu_carve(base, &off, (uint64_t)c->layers * c->experts * 4u);
     return off;
 }
 
@@ -304,6 +305,24 @@ static int side_edge_env(void) {
     return (int)on;
 }
 
+/* Where the router tail runs inside the router GEMV, each router row gets a warp of its own
+ * (hz_dgemv_args.router_alone); HZ_GPU_ROUTER_ALONE=0 spreads all rows over all warps (for the
+ * comparison). */
+static int router_alone_env(void) {
+    uint32_t on = 1;
+    hz_env_u32("HZ_GPU_ROUTER_ALONE", 0, 1, &on);
+    return (int)on;
+}
+
+/* Where the router rows have warps of their own, they hand their logits to the routing warp through
+ * per-layer tagged words (hz_dgemv_args.tags) instead of a ticket; HZ_GPU_ROUTE_TAGS=0 keeps the ticket
+ * (for the comparison). */
+static int route_tags_env(void) {
+    uint32_t on = 1;
+    hz_env_u32("HZ_GPU_ROUTE_TAGS", 0, 1, &on);
+    return (int)on;
+}
+
 /* HZ_GPU_SPECULATE=0 turns the step queued ahead off (hz_gpu_session.speculate). */
 static int speculate_env(void) {
     uint32_t on = 1;
@@ -347,6 +366,8 @@ int hz_gpu_session_create(hz_session *s) {
     for (int p = 0; p < 2 && !st; p++) st = be->ops->event_create(be, &g->step_done[p]);
     if (!st && c->shared_inter && shared_beside()) st = hz_decode_side_create(m->gpu->queue, &g->side);
     g->side_edge = side_edge_env();
+    g->router_alone = router_alone_env();
+    g->route_tags = route_tags_env();
     if (st) return hz_error_prefix(st, "session: device state (%llu + 2 x %llu bytes)",
                                    (unsigned long long)act_bytes, (unsigned long long)kv_bytes);
     layout_act(s, g, g->act);
@@ -566,6 +587,11 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
         r++;
         const int own_route = route_own_kernel(g, ra.nseg > 1);
         if (own_route) ra.tail = HZ_DGEMV_TAIL_NONE;
+        ra.router_alone = (uint32_t)g->router_alone;
+        if (!own_route && g->router_alone && g->route_tags) {
+            ra.tags = g->rtags + (size_t)l * E;
+            ra.step = g->dstep;
+        }
         /* With the router inside the GEMV, the experts start on its flags, not at its end. */
         const int ready = experts_on_flags(s);
         if (ready) {

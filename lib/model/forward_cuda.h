@@ -65,6 +65,7 @@ struct hz_gpu_session {
     uint32_t *attn_count;  /* [heads] splits finished (back to 0 after each launch) */
     void *tail;            /* the GEMV tails' counter and per-block argmax partials */
     uint32_t *ready;       /* per layer, two flags the router GEMV sets to the step's epoch (hz_dgemv_args.ready) */
+    uint32_t *rtags;       /* per layer, E tagged router logits (hz_dgemv_args.tags) */
     uint32_t attn_splits;  /* fixed by max_context: eager steps and the graph run the same grid */
     int logits_on_host;    /* s->logits holds the logits of the last run */
     int use_graph, use_pdl; /* 1, 1 by default (hz_gpu_session_set_decode) */
@@ -96,6 +97,8 @@ struct hz_gpu_session {
      * step that runs at that position). HZ_GPU_SPECULATE=0 at session creation turns it off. */
     int speculate;           /* allowed for this session */
     int route_ready;         /* HZ_GPU_ROUTE_READY at creation: experts start on the router's flags */
+    int router_alone;        /* HZ_GPU_ROUTER_ALONE at creation: router rows on warps of their own */
+    int route_tags;          /* HZ_GPU_ROUTE_TAGS at creation: router logits through tagged words */
     int side_edge;           /* HZ_GPU_SIDE_EDGE at creation: programmatic edge to the side GEMV */
     int spec_inflight;       /* a step is queued ahead: position spec_pos, token = the argmax returned
                               * for the step before it (spec_token) */

@@ -206,18 +206,22 @@ static uint64_t decode_path(hz_session *s, char *out, size_t n) {
  * kernel or inside the router GEMV: HZ_GPU_ROUTE_KERNEL, read when a session is created), and the graph
  * with the routed experts waiting for the router GEMV's end instead of its ready flags
  * (HZ_GPU_ROUTE_READY=0), and the graph with Qwen's side shared down GEMV after a full edge from the
- * router GEMV instead of a programmatic one (HZ_GPU_SIDE_EDGE=0) on the same model: bit-identical
- * logits; the stats say where the experts and the shared down start; greedy steps copy 4 bytes back,
- * not the logits; a sampling session fetches them. */
-#define N_MODES 6
+ * router GEMV instead of a programmatic one (HZ_GPU_SIDE_EDGE=0), and the graph with the router rows
+ * spread over every warp of the router GEMV instead of on warps of their own (HZ_GPU_ROUTER_ALONE=0),
+ * and the graph with the router rows handing over through a ticket instead of tagged words
+ * (HZ_GPU_ROUTE_TAGS=0) on the same model: bit-identical logits; the stats say where the experts and the shared down start;
+ * greedy steps copy 4 bytes back, not the logits; a sampling session fetches them. */
+#define N_MODES 8
 static void check_decode_modes(const char *path, const char *arch) {
     static const struct {
         const char *name;
-        int graph, pdl, other_route, no_ready, full_edge;
-    } modes[N_MODES] = {{"graph+pdl", 1, 1, 0, 0, 0}, {"eager+pdl", 0, 1, 0, 0, 0}, {"eager", 0, 0, 0, 0, 0},
-                        {"graph+pdl, other router tail", 1, 1, 1, 0, 0},
-                        {"graph+pdl, experts after the router's end", 1, 1, 0, 1, 0},
-                        {"graph+pdl, shared down after the router's end", 1, 1, 0, 0, 1}};
+        int graph, pdl, other_route, no_ready, full_edge, spread, ticket;
+    } modes[N_MODES] = {{"graph+pdl", 1, 1, 0, 0, 0, 0, 0}, {"eager+pdl", 0, 1, 0, 0, 0, 0, 0}, {"eager", 0, 0, 0, 0, 0, 0, 0},
+                        {"graph+pdl, other router tail", 1, 1, 1, 0, 0, 0, 0},
+                        {"graph+pdl, experts after the router's end", 1, 1, 0, 1, 0, 0, 0},
+                        {"graph+pdl, shared down after the router's end", 1, 1, 0, 0, 1, 0, 0},
+                        {"graph+pdl, router rows spread over all warps", 1, 1, 0, 0, 0, 1, 0},
+                        {"graph+pdl, router rows through a ticket", 1, 1, 0, 0, 0, 0, 1}};
     /* the default places OLMoE's tail in its own kernel and Qwen's inside the GEMV (forward_cuda.c) */
     const char *other_route = strcmp(arch, "olmoe") == 0 ? "0" : "all";
     stack g;
@@ -230,10 +234,14 @@ static void check_decode_modes(const char *path, const char *arch) {
         if (modes[md].other_route) setenv("HZ_GPU_ROUTE_KERNEL", other_route, 1);
         if (modes[md].no_ready) setenv("HZ_GPU_ROUTE_READY", "0", 1);
         if (modes[md].full_edge) setenv("HZ_GPU_SIDE_EDGE", "0", 1);
+        if (modes[md].spread) setenv("HZ_GPU_ROUTER_ALONE", "0", 1);
+        if (modes[md].ticket) setenv("HZ_GPU_ROUTE_TAGS", "0", 1);
         hz_session *s = NULL;
         int st = hz_session_create(g.m, NULL, &s);
         unsetenv("HZ_GPU_ROUTE_READY");
         unsetenv("HZ_GPU_SIDE_EDGE");
+        unsetenv("HZ_GPU_ROUTER_ALONE");
+        unsetenv("HZ_GPU_ROUTE_TAGS");
         if (!st) st = hz_gpu_session_set_decode(s, modes[md].graph, modes[md].pdl, 0);
         if (st || !lg[md]) {
             FAILF("%s %s: session: %s", arch, modes[md].name, hz_last_error_message());
