@@ -233,7 +233,7 @@ __device__ __forceinline__ bool emit_row(const dgemv_params &p, uint32_t row, fl
     }
     /* the last router row's warp polls the tags: not in block 0, which fences its stores of h, x and
      * the zeroed accumulators before its rows (a ~2 us later start under the layer's stream) */
-    if (ROUTE && a.tags) return s == 0 && r == a.seg[0].rows - 1u;
+    if (ROUTE && a.tags) return s == 0 && r + 1u == p.start[1];
     return ROUTE && __shfl_sync(0xffffffffu, routes, 0);
 }
 
