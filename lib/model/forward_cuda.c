@@ -271,62 +271,31 @@ static float *rope_table(const hz_model_config *c, uint32_t ctx) {
     return t;
 }
 
-/* Whether Qwen's shared down projection runs beside the routed experts (the default) or after them on
- * the compute queue (HZ_GPU_SHARED_BESIDE=0, for the benchmarks that measure the difference). */
-static int shared_beside(void) {
+/* A session's switch, read once at its creation: on unless the variable is 0. Each is on by default
+ * and exists for the comparisons in doc/benchmarks.md:
+ * - HZ_GPU_SHARED_BESIDE: Qwen's shared down projection runs beside the routed experts, on a second
+ *   stream, instead of after them on the compute queue.
+ * - HZ_GPU_ROUTE_READY: with the router tail inside the router GEMV, the GEMV sets two per-layer flags
+ *   to the step's epoch (block 0 once x and the zeroed accumulators are written, the routing warp once
+ *   the routing is) and the fused expert kernel, placed early by programmatic dependent launch, starts
+ *   on them instead of on the GEMV's end: on Qwen's shape that GEMV still streams the shared expert's
+ *   46 MB of gate/up rows after the routing is known (Qwen1.5-MoE-A2.7B shape, step at positions 32-96
+ *   / ~200 / ~1024, H200, 2026-11-30: 1.476 / 1.514 / 1.566 -> 1.453 / 1.498 / 1.543 ms).
+ * - HZ_GPU_SIDE_EDGE: in a captured step, Qwen's shared down GEMV on the side stream gets a
+ *   programmatic edge from the router GEMV (hz_decode_fork): it is placed while that GEMV runs and
+ *   loads its first rows then, instead of being launched after its end (same shape and positions,
+ *   two runs each: 1.449-1.459 / 1.494-1.502 / 1.543-1.544 ms with the full edge, 1.425-1.427 /
+ *   1.477-1.479 / 1.538 with this one; that GEMV launched with programmatic dependent launch on its
+ *   own stream instead: 1.499-1.501 / 1.550-1.551 / 1.601-1.602).
+ * - HZ_GPU_ROUTER_ALONE: where the router tail runs inside the router GEMV, each router row gets a warp
+ *   of its own (hz_dgemv_args.router_alone).
+ * - HZ_GPU_ROUTE_TAGS: there, the router rows hand their logits to the routing warp through per-layer
+ *   tagged words (hz_dgemv_args.tags) instead of a ticket.
+ * - HZ_GPU_SPECULATE: the step queued ahead (hz_gpu_session.speculate).
+ * All logits are bit-identical either way (test_model_gpu). */
+static int env_on(const char *name) {
     uint32_t on = 1;
-    hz_env_u32("HZ_GPU_SHARED_BESIDE", 0, 1, &on);
-    return (int)on;
-}
-
-/* With the router tail inside the router GEMV, the GEMV sets two per-layer flags to the step's epoch
- * (block 0 once x and the zeroed accumulators are written, the routing warp once the routing is) and
- * the fused expert kernel, placed early by programmatic dependent launch, starts on them instead of
- * on the GEMV's end: on Qwen's shape that GEMV still streams the shared expert's 46 MB of gate/up rows
- * for about 4 us after the routing is known (Qwen1.5-MoE-A2.7B shape, step at positions 32-96 / ~200 /
- * ~1024, H200, 2026-11-30: 1.476 / 1.514 / 1.566 -> 1.453 / 1.498 / 1.543 ms, tokens identical).
- * HZ_GPU_ROUTE_READY=0 makes the experts wait for the GEMV's end (for the comparison). */
-static int route_ready_env(void) {
-    uint32_t on = 1;
-    hz_env_u32("HZ_GPU_ROUTE_READY", 0, 1, &on);
-    return (int)on;
-}
-
-/* In a captured step, Qwen's shared down GEMV on the side stream gets a programmatic edge from the
- * router GEMV (hz_decode_fork): it is placed while that GEMV runs and loads its first rows then, instead
- * of being launched after its end (Qwen1.5-MoE-A2.7B shape, step at positions 32-96 / ~200 / ~1024,
- * H200, 2026-11-30, two runs each: 1.449-1.459 / 1.494-1.502 / 1.543-1.544 ms with the full edge,
- * 1.425-1.427 / 1.477-1.479 / 1.538 ms with this one, tokens identical; launching that GEMV with
- * programmatic dependent launch on its own stream instead: 1.499-1.501 / 1.550-1.551 / 1.601-1.602).
- * HZ_GPU_SIDE_EDGE=0 keeps the full edge (for the comparison). */
-static int side_edge_env(void) {
-    uint32_t on = 1;
-    hz_env_u32("HZ_GPU_SIDE_EDGE", 0, 1, &on);
-    return (int)on;
-}
-
-/* Where the router tail runs inside the router GEMV, each router row gets a warp of its own
- * (hz_dgemv_args.router_alone); HZ_GPU_ROUTER_ALONE=0 spreads all rows over all warps (for the
- * comparison). */
-static int router_alone_env(void) {
-    uint32_t on = 1;
-    hz_env_u32("HZ_GPU_ROUTER_ALONE", 0, 1, &on);
-    return (int)on;
-}
-
-/* Where the router rows have warps of their own, they hand their logits to the routing warp through
- * per-layer tagged words (hz_dgemv_args.tags) instead of a ticket; HZ_GPU_ROUTE_TAGS=0 keeps the ticket
- * (for the comparison). */
-static int route_tags_env(void) {
-    uint32_t on = 1;
-    hz_env_u32("HZ_GPU_ROUTE_TAGS", 0, 1, &on);
-    return (int)on;
-}
-
-/* HZ_GPU_SPECULATE=0 turns the step queued ahead off (hz_gpu_session.speculate). */
-static int speculate_env(void) {
-    uint32_t on = 1;
-    hz_env_u32("HZ_GPU_SPECULATE", 0, 1, &on);
+    hz_env_u32(name, 0, 1, &on);
     return (int)on;
 }
 
@@ -350,8 +319,8 @@ int hz_gpu_session_create(hz_session *s) {
     g->use_graph = 1;
     g->use_pdl = 1;
     g->route_kernel = route_kernel_env();
-    g->speculate = speculate_env();
-    g->route_ready = route_ready_env();
+    g->speculate = env_on("HZ_GPU_SPECULATE");
+    g->route_ready = env_on("HZ_GPU_ROUTE_READY");
     const uint64_t act_bytes = layout_act(s, g, NULL);
     const uint64_t kv_bytes = (uint64_t)c->layers * s->max_context * c->kv_heads * c->head_dim * sizeof(hz_f16);
     const uint32_t K = c->top_k, rows_n = m->group_limit > K ? m->group_limit : K;
@@ -364,10 +333,10 @@ int hz_gpu_session_create(hz_session *s) {
     if (!st) st = be->ops->pinned_alloc(be, pinned_bytes, (void **)&g->pinned);
     if (!st) st = hz_event_create(m->device, &g->done);
     for (int p = 0; p < 2 && !st; p++) st = be->ops->event_create(be, &g->step_done[p]);
-    if (!st && c->shared_inter && shared_beside()) st = hz_decode_side_create(m->gpu->queue, &g->side);
-    g->side_edge = side_edge_env();
-    g->router_alone = router_alone_env();
-    g->route_tags = route_tags_env();
+    if (!st && c->shared_inter && env_on("HZ_GPU_SHARED_BESIDE")) st = hz_decode_side_create(m->gpu->queue, &g->side);
+    g->side_edge = env_on("HZ_GPU_SIDE_EDGE");
+    g->router_alone = env_on("HZ_GPU_ROUTER_ALONE");
+    g->route_tags = env_on("HZ_GPU_ROUTE_TAGS");
     if (st) return hz_error_prefix(st, "session: device state (%llu + 2 x %llu bytes)",
                                    (unsigned long long)act_bytes, (unsigned long long)kv_bytes);
     layout_act(s, g, g->act);
@@ -502,7 +471,7 @@ static int route_own_kernel(const hz_gpu_session *g, int shared_rows) {
 }
 
 /* Whether the routed experts of a full-residency step start on the router GEMV's ready flags: where
- * the router tail runs inside that GEMV (route_ready_env). */
+ * the router tail runs inside that GEMV (HZ_GPU_ROUTE_READY). */
 static int experts_on_flags(const hz_session *s) {
     const int shared_rows = s->model->cfg.arch == HZ_ARCH_QWEN2MOE; /* enqueue_step's router GEMV */
     return s->model->gpu->full && s->gpu->route_ready && !route_own_kernel(s->gpu, shared_rows);
