@@ -204,8 +204,10 @@ struct RowOut {
 };
 
 /* A finished row: the warp's sum, plus bias, written by lane 0 (FP16 or FP32); the argmax candidate;
- * and the router ticket: true (in every lane) for the warp that wrote the last router row, which then
- * routes (route_rows; fence before the ticket, fence after, so it sees every router row). */
+ * and the hand-over of a router row: with hz_dgemv_args.tags its tagged word, and true for the last
+ * router row's warp, which then polls every word (route_rows); else the router ticket: true (in every
+ * lane) for the warp that wrote the last router row, which then routes (fence before the ticket,
+ * fence after, so it sees every router row). */
 template <bool ROUTE>
 __device__ __forceinline__ bool emit_row(const dgemv_params &p, uint32_t row, float acc, uint32_t lane, RowOut &ro,
                                          uint32_t tag) {
