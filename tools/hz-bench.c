@@ -370,8 +370,12 @@ typedef struct cache_snap {
     cJSON *raw; /* the whole stats object */
 } cache_snap;
 
+/* Every read waits for the prefetch thread first: a load in flight has its H2D (and staging) copies
+ * counted but not yet its miss_transfer_bytes or prefetch_experts, so a window edge inside it would
+ * split one load's counters across windows. The reads lie outside the timed sections. */
 static int cache_snapshot(hz_cache *cache, cache_snap *s) {
     char *text = NULL;
+    hz_cache_prefetch_wait(cache);
     int st = hz_cache_stats_json(cache, &text);
     if (st) return fail_hz("reading the cache stats", st);
     s->raw = cJSON_Parse(text);

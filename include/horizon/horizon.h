@@ -273,6 +273,14 @@ int hz_cache_destroy(hz_cache *cache);
  * Thread-safe. */
 int hz_cache_stats_json(hz_cache *cache, char **out);
 
+/* Waits until the cache's prefetch thread has no request queued or being loaded, so that the counters
+ * read next (hz_cache_stats_json) hold every copy of a load together with its miss_transfer_bytes and
+ * prefetch counters: a load in flight has its H2D copies counted already and the rest only at its end.
+ * For benchmarks and tests that compare counters over a window. Returns at once when prefetch is off
+ * or `cache` is NULL. Thread-safe, but not while the calling thread holds a lease that another
+ * thread's miss transaction may be waiting for: the load may need that transaction to end first. */
+void hz_cache_prefetch_wait(hz_cache *cache);
+
 /* Returns a lease on a published generation in which all `n` experts of `layer` are resident, running
  * a miss transaction first when some are not. `experts` must be distinct and n <= capacity. A group
  * with more misses than spare rows is loaded in several rounds inside this one call (one publication
