@@ -55,7 +55,11 @@ def test_cache_prefetch(artifact, transport):
                 horizon.Cache(b, d, capacity=2, transport=transport, prefetch=prefetch) as c, \
                 horizon.Model(b, d, c) as m, m.session() as s:
             tokens[prefetch] = list(s.generate([1, 2, 3], max_tokens=8))
+            c.prefetch_wait()  # settled: nothing queued or loading, every finished load counted
             stats = c.stats()
+            assert stats["prefetch_pending"] == 0
+            wasted_rows = stats["prefetch_wasted_bytes"] // stats["row_bytes"]
+            assert stats["prefetch_experts"] == stats["prefetch_hits"] + wasted_rows + stats["prefetch_ready"]
             assert stats["prefetch"] == prefetch
             if prefetch == "off":
                 assert stats["prefetch_requests"] == 0

@@ -226,6 +226,12 @@ class Cache(_Handle):
         """Counters (hits, misses, h2d_bytes, expert_d2h_bytes, ...) as a dict."""
         return take_json(lib.hz_cache_stats_json, self._raw())
 
+    def prefetch_wait(self) -> None:
+        """Waits until the prefetch thread has nothing queued or loading (hz_cache_prefetch_wait), so that
+        the next stats() holds every load's copies together with its miss-path and prefetch counters.
+        Not while this thread holds a lease another thread's miss may wait for."""
+        lib.hz_cache_prefetch_wait(self._raw())
+
 
 @dataclass(frozen=True)
 class ModelInfo:
