@@ -289,7 +289,7 @@ typedef struct bench_ctx {
     double prefill[N_COUNTERS], decode[N_COUNTERS]; /* counter deltas of the measured requests, by phase */
 } bench_ctx;
 
-static int cache_counts(hz_cache *cache, double *v);
+static int cache_counts(hz_cache *cache, double *v, int settle);
 
 /* Greedy with EOS suppressed: when the sampler picked EOS, the best other token (largest logit,
  * lowest id on ties, the sampler's own tie rule) replaces it. */
@@ -334,13 +334,13 @@ static int run_request(bench_ctx *c, const int32_t *prompt, uint32_t len, uint32
     memset(r, 0, sizeof *r);
     r->prompt_len = len;
     if ((st = hz_session_reset(c->session))) return fail_hz("resetting the session", st);
-    if (split && cache_counts(c->cache, c0)) return 1;
+    if (split && cache_counts(c->cache, c0, 1)) return 1;
     int32_t next = -1;
     double t0 = now_s();
     if ((st = hz_prefill(c->session, prompt, len, &next))) return fail_hz("prefill", st);
     if (suppress_eos(c, &next, &r->eos_substitutions)) return 1;
     double t_first = now_s();
-    if (split && cache_counts(c->cache, c1)) return 1;
+    if (split && cache_counts(c->cache, c1, 0)) return 1;
     double t_resume = now_s();
     if (measured) digest_add(&c->digest, next);
     for (uint32_t i = 1; i < n_out; i++) {
@@ -349,7 +349,7 @@ static int run_request(bench_ctx *c, const int32_t *prompt, uint32_t len, uint32
         if (measured) digest_add(&c->digest, next);
     }
     double t_end = now_s();
-    if (split && cache_counts(c->cache, c2)) return 1;
+    if (split && cache_counts(c->cache, c2, 1)) return 1;
     r->tokens = n_out;
     r->ttft_s = t_first - t0;
     r->response_s = r->ttft_s + (t_end - t_resume);
@@ -370,12 +370,15 @@ typedef struct cache_snap {
     cJSON *raw; /* the whole stats object */
 } cache_snap;
 
-/* Every read waits for the prefetch thread first: a load in flight has its H2D (and staging) copies
- * counted but not yet its miss_transfer_bytes or prefetch_experts, so a window edge inside it would
- * split one load's counters across windows. The reads lie outside the timed sections. */
-static int cache_snapshot(hz_cache *cache, cache_snap *s) {
+/* settle: wait for the prefetch thread first. A load in flight has its H2D (and staging) copies
+ * counted but not yet its miss_transfer_bytes or prefetch_experts, so a window's edge inside it would
+ * split one load's counters across windows. Every edge settles, all of them between the timed
+ * sections; the read between a request's prefill and decode does not, so that a load the prefill
+ * started keeps overlapping the decode as it would without the read (that split only apportions
+ * counts between the two phases, whose sum the edges fix). */
+static int cache_snapshot(hz_cache *cache, cache_snap *s, int settle) {
     char *text = NULL;
-    hz_cache_prefetch_wait(cache);
+    if (settle) hz_cache_prefetch_wait(cache);
     int st = hz_cache_stats_json(cache, &text);
     if (st) return fail_hz("reading the cache stats", st);
     s->raw = cJSON_Parse(text);
@@ -396,9 +399,9 @@ static int cache_snapshot(hz_cache *cache, cache_snap *s) {
 }
 
 /* The k_counters values of the cache now, without keeping its JSON (the per-request phase reads). */
-static int cache_counts(hz_cache *cache, double *v) {
+static int cache_counts(hz_cache *cache, double *v, int settle) {
     cache_snap s = {{0}, NULL};
-    if (cache_snapshot(cache, &s)) return 1;
+    if (cache_snapshot(cache, &s, settle)) return 1;
     memcpy(v, s.v, sizeof s.v);
     cJSON_Delete(s.raw);
     return 0;
@@ -779,13 +782,13 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
     c.digest = UINT64_C(0xcbf29ce484222325);
     c.cache = cache;
 
-    if (cache_snapshot(cache, &s_create)) goto done;
+    if (cache_snapshot(cache, &s_create, 1)) goto done;
     if (vram_sample(S->device, &vp)) goto done;
 
     /* Warmup: excluded from every figure, but it does move the cache (that is its purpose). */
     request_result wr;
     if (o->warmup && run_request(&c, S->warmup_prompt, WARMUP_PROMPT_LEN, o->warmup, 0, &wr)) goto done;
-    if (cache_snapshot(cache, &s_warm)) goto done;
+    if (cache_snapshot(cache, &s_warm, 1)) goto done;
     if (vram_sample(S->device, &vp)) goto done;
 
     uint32_t n_req = o->prompts * o->blocks;
@@ -802,7 +805,7 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
             /* Outside the timed section: a memory query per request is cheap next to 128 tokens. */
             if (vram_sample(S->device, &vp)) goto done;
         }
-    if (cache_snapshot(cache, &s_end)) goto done;
+    if (cache_snapshot(cache, &s_end, 1)) goto done;
     if ((st = hz_session_stats_json(session, &sess_text))) {
         rc = fail_hz("reading the session stats", st);
         goto done;

@@ -253,7 +253,6 @@ __device__ __forceinline__ const void **route_table_smem(const hz_dgemv_args &a,
 /* The router tail, by the warp emit_row chose: softmax + top-k over every router row. */
 __device__ __forceinline__ void route_rows(const dgemv_params &p, uint32_t lane, uint16_t *xs, uint32_t tag) {
     const hz_dgemv_args &a = p.a;
-    __threadfence();
     const void *const *table = a.table ? route_table_smem(a, xs) : nullptr;
     const uint32_t E = a.seg[0].rows;
     float *pr = route_probs(a, xs);
@@ -278,6 +277,7 @@ __device__ __forceinline__ void route_rows(const dgemv_params &p, uint32_t lane,
         __syncwarp();
         route_warp_select(pr, warp_max(mx), E, a.top_k, a.norm_topk, a.ids_out, a.w_out, table, a.rows_out);
     } else {
+        __threadfence(); /* after the ticket: every router row's store is visible before the logits are read */
         route_warp(static_cast<const uint16_t *>(a.seg[0].y), E, a.top_k, a.norm_topk, a.ids_out, a.w_out, table,
                    a.rows_out, pr);
         if (lane == 0) *p.counter = 0; /* ready for the next launch */

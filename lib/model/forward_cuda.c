@@ -552,21 +552,15 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
                             .x_out = g->xn, .zero = g->acc, .zero_n = H, .tail = HZ_DGEMV_TAIL_ROUTE, .top_k = K,
                             .norm_topk = c->norm_topk_prob, .ids_out = g->route, .w_out = g->route_w,
                             .table = gm->full ? gm->table + (size_t)l * E : NULL, .rows_out = g->rows_dev,
-                            .tail_scratch = g->tail};
+                            .tail_scratch = g->tail, .step = g->dstep};
         r++;
         const int own_route = route_own_kernel(g, ra.nseg > 1);
         if (own_route) ra.tail = HZ_DGEMV_TAIL_NONE;
         ra.router_alone = (uint32_t)g->router_alone;
-        if (!own_route && g->router_alone && g->route_tags) {
-            ra.tags = g->rtags + (size_t)l * E;
-            ra.step = g->dstep;
-        }
+        if (!own_route && g->router_alone && g->route_tags) ra.tags = g->rtags + (size_t)l * E;
         /* With the router inside the GEMV, the experts start on its flags, not at its end. */
         const int ready = experts_on_flags(s);
-        if (ready) {
-            ra.ready = g->ready + 2u * l;
-            ra.step = g->dstep;
-        }
+        if (ready) ra.ready = g->ready + 2u * l;
         CALL(hz_decode_gemv(&ra, &gm->dev, &kl));
         if (own_route) {
             CALL(hz_model_route(g->rlog, E, ra.top_k, ra.norm_topk, ra.ids_out, ra.w_out, ra.table, ra.rows_out, kl.pdl,
