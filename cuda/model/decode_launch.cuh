@@ -27,6 +27,18 @@ inline int cuda_fail(cudaError_t e, const char *what) {
 template <typename... P, typename... A>
 cudaError_t launch(void (*kern)(P...), unsigned grid_x, unsigned grid_y, unsigned threads, size_t smem,
                    const hz_klaunch *k, A &&...params) {
+    /* Every decode kernel prefers the largest shared-memory carveout, the one the routed-expert kernel
+     * (221 KB per block) runs in: an SM configured for it can then also hold the next kernel's blocks
+     * while the experts finish. H200, 2026-11-30: OLMoE step 0.680 -> 0.674 ms at positions 32-96 and
+     * 0.721 -> 0.713 at ~200, Qwen unchanged (doc/benchmarks.md, fourteenth round). Set once per
+     * kernel, on the device current at its first launch; a refusal only costs that gain. */
+    static const bool carved = [kern] {
+        const cudaError_t e =
+            cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+        if (e != cudaSuccess) (void)cudaGetLastError(); /* the next, unrelated check must not see it */
+        return e == cudaSuccess;
+    }();
+    (void)carved;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(grid_x, grid_y);
     cfg.blockDim = dim3(threads);
