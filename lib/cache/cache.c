@@ -297,6 +297,12 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
          * faster initial fill. */
         uint64_t slots64 = staging / row_bytes;
         tc.slots = slots64 > 64 ? 64u : (uint32_t)slots64;
+        /* Streaming stores for the staging copies (transact.c, copy_streaming: the H2D of a blob written
+         * through the cache ran at 20 GB/s, after streaming stores at 50). HZ_TXN_STREAM=0: memcpy, for
+         * comparisons. */
+        uint32_t stream = 1;
+        hz_env_u32("HZ_TXN_STREAM", 0, 1, &stream);
+        tc.streaming = (int)stream;
     }
     if (o.transport == HZ_TRANSPORT_THREADED) {
         if (o.staging_threads > 256)
@@ -307,16 +313,23 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
         const char *pw = getenv("HZ_TXN_PIECEWISE");
         tc.piecewise = pw && strcmp(pw, "1") == 0;
         hz_env_u32("HZ_TXN_WAVES", 1, 64, &tc.waves); /* piecewise: runs per blob (default 2) */
-        /* The copy threads poll for 200 us after their last piece, and the loading thread for its
-         * fills, before sleeping: a wake-up cost tens of microseconds per round on the GPU host, and
-         * one decode step's rounds come a layer apart (100 and 400 us measured worse, in the calls
-         * cited above). HZ_TXN_SPIN_US overrides it (0 = sleep at once), for comparisons. */
-        tc.spin_us = 200;
+        /* The copy threads poll for 3 ms after their last piece, and the loading thread for its fills,
+         * before sleeping. Waking a sleeping thread costs tens of microseconds on the GPU host (a
+         * virtual machine), and the rounds of a decode with misses come a step or two apart (~1 ms):
+         * with 200 us the first piece of a one-blob round started 24 us after the hand-out, with 3 ms
+         * 8 us (OLMoE-1B-7B shape, c30, 2026-11-30; doc/benchmarks.md, fourteenth round). The price is
+         * CPU time: while misses keep coming, the copy threads stay busy polling. HZ_TXN_SPIN_US
+         * overrides it (0 = sleep at once). */
+        tc.spin_us = 3000;
         hz_env_u32("HZ_TXN_SPIN_US", 0, 100000, &tc.spin_us);
         if (tc.threads == 0) {
-            /* Copies scale with cores until memory bandwidth saturates; beyond 16 threads they stop helping. */
+            /* Three quarters of the online CPUs, at most 12: the rest stay for the thread that runs the
+             * model and the CUDA runtime's own. On the 16-core GPU host 16 polling threads took the
+             * CPUs those need (miss path 7.6 GB/s against 20.9 with 12); the copies themselves ran at
+             * 72-78 GB/s with 12-13 threads (2026-11-30). */
             long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-            tc.threads = cpus < 1 ? 1u : cpus > 16 ? 16u : (uint32_t)cpus;
+            long n = cpus * 3 / 4;
+            tc.threads = n < 1 ? 1u : n > 12 ? 12u : (uint32_t)n;
         }
     }
     if (o.initial_placement) {
@@ -1046,6 +1059,7 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
     cJSON_AddNumberToObject(j, "staging_high_water", (double)ts.staging_high_water);
     cJSON_AddNumberToObject(j, "staging_threads", ts.threads);
     cJSON_AddBoolToObject(j, "staging_piecewise", ts.piecewise);
+    cJSON_AddBoolToObject(j, "staging_streaming", ts.streaming);
     cJSON_AddNumberToObject(j, "staging_copies", (double)ts.staging_copies);
     cJSON_AddNumberToObject(j, "staging_chunks", (double)ts.staging_chunks);
     cJSON_AddNumberToObject(j, "staging_copy_bytes", (double)ts.staging_copy_bytes);
@@ -1107,6 +1121,10 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
                                                         "staging_threads threads, blobs split in staging_chunks "
                                                         "pieces")
                                       : "serial: the acquiring thread copies backing -> pinned staging");
+    cJSON_AddStringToObject(notes, "staging_streaming",
+                            "the backing -> staging copies write with streaming (non-temporal) stores, which "
+                            "leave no dirty line in CPU caches for the H2D to fetch (x86-64; HZ_TXN_STREAM=0 "
+                            "turns them off); false: memcpy, or no staging");
     cJSON_AddStringToObject(notes, "staging_gbps",
                             "staging_copy_bytes over staging_copy_seconds, the wall time during which at least "
                             "one staging copy ran (per thread: over the copies' summed durations); null without "

@@ -9,6 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <uv.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "backing/backing.h"
 #include "transact/transact.h"
@@ -71,6 +74,7 @@ struct hz_transactor {
     uint32_t waves;      /* piecewise: pieces per thread's share, and runs per blob (hz_txn_config.waves) */
     uint32_t min_run;    /* piecewise: the fewest pieces one H2D sends, but for a blob's last run */
     uint64_t spin_ns;    /* how long a thread polls before it sleeps on a condition (hz_txn_config.spin_us) */
+    int streaming;       /* staging copies with streaming stores (hz_txn_config.streaming) */
     _Atomic uint64_t work_seq, done_seq; /* bumped (under mu) when work is handed out / a fill is staged */
     int stop, abort;
     txn_slot *work_head, *work_tail;     /* fills with pieces nobody claimed yet */
@@ -126,6 +130,44 @@ static void set_state(hz_transactor *t, txn_slot *s, int state) {
     pthread_mutex_lock(&t->mu);
     set_state_locked(t, s, state);
     pthread_mutex_unlock(&t->mu);
+}
+
+/* ---- staging copies ------------------------------------------------------------------------------ */
+
+/* Backing -> staging with streaming (non-temporal) stores where the CPU has them (x86-64: SSE2, part of
+ * the base ISA), else memcpy. A blob written through the cache sits dirty in the writing cores' caches,
+ * and the H2D that reads it next must fetch every line from there: on the H200 host (2026-11-30, one
+ * OLMoE blob of 3.2 MB copied by 12 threads, then sent, two calls) that H2D took 151-158 us (20 GB/s)
+ * after memcpy and 63.2-63.6 us (50 GB/s) after streaming stores of 16, 32 or 64 bytes. The fence makes
+ * the stores globally visible before the copy is reported done, and so before any H2D is enqueued. */
+void hz_txn_copy_streaming(void *dst_, const void *src_, size_t n) {
+    uint8_t *dst = dst_;
+    const uint8_t *src = src_;
+#if defined(__x86_64__)
+    size_t head = (16u - ((uintptr_t)dst & 15u)) & 15u;
+    if (head > n) head = n;
+    memcpy(dst, src, head);
+    size_t i = head;
+    for (; i + 64u <= n; i += 64u) {
+        const __m128i a = _mm_loadu_si128((const void *)(src + i));
+        const __m128i b = _mm_loadu_si128((const void *)(src + i + 16u));
+        const __m128i c = _mm_loadu_si128((const void *)(src + i + 32u));
+        const __m128i d = _mm_loadu_si128((const void *)(src + i + 48u));
+        _mm_stream_si128((void *)(dst + i), a);
+        _mm_stream_si128((void *)(dst + i + 16u), b);
+        _mm_stream_si128((void *)(dst + i + 32u), c);
+        _mm_stream_si128((void *)(dst + i + 48u), d);
+    }
+    memcpy(dst + i, src + i, n - i);
+    _mm_sfence();
+#else
+    memcpy(dst, src, n);
+#endif
+}
+
+static void stage_copy(const hz_transactor *t, uint8_t *dst, const uint8_t *src, size_t n) {
+    if (t->streaming) hz_txn_copy_streaming(dst, src, n);
+    else memcpy(dst, src, n);
 }
 
 /* ---- the threaded transport's copy threads ------------------------------------------------------ */
@@ -189,7 +231,7 @@ static void copy_thread_main(void *arg) {
             if (st == HZ_OK) {
                 if (delay) usleep(delay);
                 t0 = now_ns();
-                memcpy(s->buf + off, s->src + off, (size_t)len);
+                stage_copy(t, s->buf + off, s->src + off, (size_t)len);
                 t1 = now_ns();
             }
         }
@@ -393,6 +435,7 @@ int hz_transactor_create(hz_backend *be, const hz_host_backing *backing, uint64_
     t->waves = cfg->waves ? cfg->waves : 2u;
     if (t->waves > 64u) t->waves = 64u;
     t->spin_ns = cfg->transport == HZ_TXN_THREADED ? (uint64_t)cfg->spin_us * 1000u : 0u;
+    t->streaming = cfg->streaming != 0;
     int st = HZ_OK;
     if (cfg->transport == HZ_TXN_REGISTERED) {
         st = create_registration(t);
@@ -548,7 +591,7 @@ static int load_serial(hz_transactor *t, const hz_txn_item *items, uint32_t n, c
         pthread_mutex_unlock(&t->mu);
         if (delay) usleep(delay);
         uint64_t t0 = now_ns();
-        memcpy(s->buf, blob, (size_t)t->row_bytes);
+        stage_copy(t, s->buf, blob, (size_t)t->row_bytes);
         uint64_t dt = now_ns() - t0;
         pthread_mutex_lock(&t->mu);
         set_state_locked(t, s, SLOT_STAGED);
@@ -757,6 +800,11 @@ void hz_transactor_stats(hz_transactor *t, hz_txn_stats *out) {
     out->staging_thread_ns = t->thread_ns;
     out->registered_bytes = t->reg_bytes;
     out->piecewise = t->piecewise;
+#if defined(__x86_64__)
+    out->streaming = t->transport != HZ_TXN_REGISTERED && t->streaming;
+#else
+    out->streaming = 0;
+#endif
     uint32_t pending = t->filling;
     for (txn_slot *s = t->staged_head; s; s = s->snext)
         if (s->done == t->pieces) pending++; /* piecewise: one still filling is counted above */

@@ -12,12 +12,15 @@
  *    (hz_txn_config.piecewise), in order, a run of landed chunks at a time once the run holds
  *    1 / waves of the blob. Threads poll for spin_us before sleeping on a condition variable
  *    (hz_txn_config.spin_us).
+ *  Serial and threaded write staging with streaming stores where the CPU has them
+ *  (hz_txn_config.streaming), so that the H2D does not read the blob back out of CPU caches.
  *  - registered: the backing's routed region is registered with the backend for direct DMA once, at
  *    creation; H2D copies read the backing itself. No staging slot exists. */
 #ifndef HZ_TRANSACT_H
 #define HZ_TRANSACT_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backend/backend.h"
@@ -67,6 +70,9 @@ typedef struct hz_txn_config {
     /* threaded: microseconds a copy thread polls for more work after its last piece, and the loading
      * thread for finished fills, before sleeping on a condition variable (0 = sleep at once) */
     uint32_t spin_us;
+    /* serial, threaded: backing -> staging copies use streaming (non-temporal) stores where the CPU has
+     * them (x86-64), so that the H2D reading the slot next does not fetch it from CPU caches; 0 = memcpy */
+    int streaming;
 } hz_txn_config;
 
 /* Serial and threaded: `slots` staging buffers of `row_bytes` each in one pinned allocation, one event
@@ -106,12 +112,18 @@ typedef struct hz_txn_stats {
     uint32_t fills_pending;       /* threaded: blobs handed to the copy threads and not yet taken back by
                                      the loading thread (0 whenever no load runs) */
     int piecewise;                /* threaded: H2D per run of pieces (hz_txn_config.piecewise) */
+    int streaming;                /* serial, threaded: the staging copies use streaming stores (hz_txn_config.streaming
+                                     on a CPU that has them) */
 } hz_txn_stats;
 
 void hz_transactor_stats(hz_transactor *t, hz_txn_stats *out);
 
 /* "serial", "threaded", "registered" ("unknown" otherwise). */
 const char *hz_txn_transport_name(int transport);
+
+/* Copies n bytes with streaming stores where the CPU has them (the staging copies' routine), memcpy
+ * elsewhere; dst and src need no alignment. Internal; exported to the tests. */
+void hz_txn_copy_streaming(void *dst, const void *src, size_t n);
 
 /* Test support (threaded): split each blob into pieces of at least `bytes` (at most one per thread), so
  * that small test blobs are copied by several threads too. Call between loads. HZ_EINVAL otherwise. */

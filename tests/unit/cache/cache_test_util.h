@@ -64,6 +64,19 @@ static inline double tu_stat(hz_cache *c, const char *key) {
     return v;
 }
 
+/* A boolean stats field: 1 true, 0 false, -1 absent or not a boolean. */
+static inline int tu_stat_bool(hz_cache *c, const char *key) {
+    char *s = NULL;
+    assert_int_equal(hz_cache_stats_json(c, &s), HZ_OK);
+    cJSON *j = cJSON_Parse(s);
+    assert_non_null(j);
+    hz_free(s);
+    cJSON *node = cJSON_GetObjectItemCaseSensitive(j, key);
+    int v = (node && cJSON_IsBool(node)) ? cJSON_IsTrue(node) != 0 : -1;
+    cJSON_Delete(j);
+    return v;
+}
+
 static inline void tu_stat_str(hz_cache *c, const char *key, char *buf, size_t n) {
     char *s = NULL;
     assert_int_equal(hz_cache_stats_json(c, &s), HZ_OK);

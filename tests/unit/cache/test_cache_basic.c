@@ -409,6 +409,22 @@ static void test_caller_placement_and_defaults(void **state) {
     assert_int_equal(tu_acquire_check_release(c, b, 1, place + 3, 3), 1);
     /* by default one slot per spare row (top-2 here), at least two; registered: no staging at all */
     assert_int_equal(tu_stat(c, "staging_bytes"), transport == HZ_TRANSPORT_REGISTERED ? 0 : 2 * tu_row_bytes(b));
+    /* staging copies use streaming stores by default where the CPU has them */
+#if defined(__x86_64__)
+    assert_int_equal(tu_stat_bool(c, "staging_streaming"), transport != HZ_TRANSPORT_REGISTERED);
+#else
+    assert_int_equal(tu_stat_bool(c, "staging_streaming"), 0);
+#endif
+    assert_int_equal(hz_cache_destroy(c), HZ_OK);
+
+    /* HZ_TXN_STREAM=0: memcpy into staging; misses are served and checked all the same */
+    setenv("HZ_TXN_STREAM", "0", 1);
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+    unsetenv("HZ_TXN_STREAM");
+    assert_int_equal(tu_stat_bool(c, "staging_streaming"), 0);
+    const uint32_t other[3] = {2, 4, 5}; /* layer 0 holds 7, 5, 3: two misses, one round */
+    assert_int_equal(tu_acquire_check_release(c, b, 0, other, 3), 2);
+    assert_int_equal(tu_stat(c, "misses"), 2);
     assert_int_equal(hz_cache_destroy(c), HZ_OK);
 
     /* 12 spare rows: the default staging stops at 8 slots. With HZ_TXN_SPIN_US=0 the threads sleep at
@@ -683,8 +699,35 @@ static void test_threaded_pieces(void **state) {
     assert_int_equal(hz_host_backing_close(b), HZ_OK);
 }
 
+/* The staging copies' streaming routine copies every byte for every length and both alignments, and
+ * touches nothing outside [dst, dst + n): heads before the first 16-byte boundary, 64-byte bodies and
+ * tails, against memcpy. */
+static void test_streaming_copy(void **state) {
+    (void)state;
+    enum { MAX = 1000, PAD = 64 };
+    uint8_t *src = malloc(MAX + PAD), *dst = malloc(MAX + 2 * PAD), *want = malloc(MAX + 2 * PAD);
+    assert_non_null(src);
+    assert_non_null(dst);
+    assert_non_null(want);
+    for (size_t i = 0; i < MAX + PAD; i++) src[i] = (uint8_t)(i * 131u + 7u);
+    const size_t lens[] = {0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 200, 511, 777, MAX};
+    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+        for (size_t da = 0; da < 32; da += 3)
+            for (size_t sa = 0; sa < 20; sa += 7) {
+                memset(dst, 0xA5, MAX + 2 * PAD);
+                memset(want, 0xA5, MAX + 2 * PAD);
+                memcpy(want + PAD + da, src + sa, lens[li]);
+                hz_txn_copy_streaming(dst + PAD + da, src + sa, lens[li]);
+                assert_memory_equal(dst, want, MAX + 2 * PAD);
+            }
+    free(src);
+    free(dst);
+    free(want);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_streaming_copy),
         TU_TRANSPORT_TESTS(test_initial_placement_canonical, setup, teardown),
         TU_TRANSPORT_TESTS(test_miss_publishes_new_generation, setup, teardown),
         TU_TRANSPORT_TESTS(test_lease_pins_old_generation, setup, teardown),
