@@ -122,8 +122,9 @@ void hz_transactor_stats(hz_transactor *t, hz_txn_stats *out);
 const char *hz_txn_transport_name(int transport);
 
 /* Copies n bytes with streaming stores where the CPU has them (the staging copies' routine), memcpy
- * elsewhere; dst and src need no alignment. Internal; exported to the tests. */
-void hz_txn_copy_streaming(void *dst, const void *src, size_t n);
+ * elsewhere; dst and src need no alignment. width 0: the widest stores the CPU has, 16: 16-byte ones.
+ * Returns the store width used (64, 16), 0 for memcpy. Internal; exported to the tests. */
+int hz_txn_copy_streaming(void *dst, const void *src, size_t n, int width);
 
 /* Test support (threaded): split each blob into pieces of at least `bytes` (at most one per thread), so
  * that small test blobs are copied by several threads too. Call between loads. HZ_EINVAL otherwise. */

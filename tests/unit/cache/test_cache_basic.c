@@ -699,9 +699,9 @@ static void test_threaded_pieces(void **state) {
     assert_int_equal(hz_host_backing_close(b), HZ_OK);
 }
 
-/* The staging copies' streaming routine copies every byte for every length and both alignments, and
- * touches nothing outside [dst, dst + n): heads before the first 16-byte boundary, 64-byte bodies and
- * tails, against memcpy. */
+/* The staging copies' streaming routine, at each store width this CPU has, copies every byte for every
+ * length and alignment and touches nothing outside [dst, dst + n): heads before the first 16- or 64-byte
+ * boundary, bodies and tails, against memcpy. */
 static void test_streaming_copy(void **state) {
     (void)state;
     enum { MAX = 1000, PAD = 64 };
@@ -710,16 +710,26 @@ static void test_streaming_copy(void **state) {
     assert_non_null(dst);
     assert_non_null(want);
     for (size_t i = 0; i < MAX + PAD; i++) src[i] = (uint8_t)(i * 131u + 7u);
-    const size_t lens[] = {0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 200, 511, 777, MAX};
-    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
-        for (size_t da = 0; da < 32; da += 3)
-            for (size_t sa = 0; sa < 20; sa += 7) {
-                memset(dst, 0xA5, MAX + 2 * PAD);
-                memset(want, 0xA5, MAX + 2 * PAD);
-                memcpy(want + PAD + da, src + sa, lens[li]);
-                hz_txn_copy_streaming(dst + PAD + da, src + sa, lens[li]);
-                assert_memory_equal(dst, want, MAX + 2 * PAD);
-            }
+    const size_t lens[] = {0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 200, 255, 256, 257, 511, 777, MAX};
+    const int widths[2] = {0, 16};
+    int used[2] = {-1, -1};
+    for (int wi = 0; wi < 2; wi++)
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+            for (size_t da = 0; da < 64; da += 5)
+                for (size_t sa = 0; sa < 20; sa += 7) {
+                    memset(dst, 0xA5, MAX + 2 * PAD);
+                    memset(want, 0xA5, MAX + 2 * PAD);
+                    memcpy(want + PAD + da, src + sa, lens[li]);
+                    used[wi] = hz_txn_copy_streaming(dst + PAD + da, src + sa, lens[li], widths[wi]);
+                    assert_memory_equal(dst, want, MAX + 2 * PAD);
+                }
+#if defined(__x86_64__)
+    assert_true(used[0] == 64 || used[0] == 16); /* 64 where the CPU has AVX-512F */
+    assert_int_equal(used[1], 16);
+#else
+    assert_int_equal(used[0], 0);
+#endif
+    printf("streaming copy: widest stores %d bytes\n", used[0]);
     free(src);
     free(dst);
     free(want);
