@@ -257,7 +257,7 @@ int main(int argc, char **argv) {
     hz_cache_options co;
     hz_cache_options_init(&co);
     co.capacity = resident;
-    co.transport = transport_id; /* threaded: staging_threads 0 = one per online CPU, at most 16 */
+    co.transport = transport_id; /* threaded: staging_threads 0 = 3/4 of the online CPUs, at most 12 */
     co.prefetch = prefetch ? HZ_PREFETCH_NEXT_LAYER : HZ_PREFETCH_OFF;
     if ((st = hz_cache_create(backing, device, &co, &cache))) {
         rc = fail("creating the cache", st);

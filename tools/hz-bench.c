@@ -1048,7 +1048,7 @@ static void usage(FILE *f) {
             "  --transport  miss transport: serial (the acquiring thread stages each blob), threaded (staging\n"
             "               copies split over a thread pool), registered (no staging: the backing is\n"
             "               registered for direct DMA) (default serial)\n"
-            "  --staging-threads  copy threads of the threaded transport (default 0 = online CPUs, at most 16)\n"
+            "  --staging-threads  copy threads of the threaded transport (default 0 = 3/4 of the online CPUs, at most 12)\n"
             "  --prefetch   speculative next-layer prefetch (HZ_PREFETCH_NEXT_LAYER; default off)\n"
             "  --h2d-ceiling  pinned H2D GB/s at expert size (hz-ceilings): the miss-path bandwidth is also\n"
             "               reported as a fraction of it\n"

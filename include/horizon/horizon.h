@@ -201,8 +201,8 @@ typedef enum hz_eviction {
  * differ in how the bytes travel. */
 typedef enum hz_transport {
     HZ_TRANSPORT_SERIAL = 0,    /* serialized transactions through pinned staging (version 1): the
-                                   acquiring thread copies each blob backing -> pinned staging, then
-                                   enqueues its H2D */
+                                   acquiring thread copies each blob backing -> pinned staging (with
+                                   streaming stores where the CPU has them), then enqueues its H2D */
     HZ_TRANSPORT_THREADED = 1,  /* as serial, but the backing -> staging copies run on a pool of
                                    `staging_threads` threads owned by the cache, each blob split into
                                    pieces copied in parallel; each blob's H2D is enqueued as soon as it
@@ -239,8 +239,10 @@ typedef struct hz_cache_options {
      * layers x capacity expert ids, layer-major, distinct within a layer. */
     const uint32_t *initial_placement;
     uint32_t initial_placement_count;
-    /* HZ_TRANSPORT_THREADED only: copy threads, started at creation; 0 = the online CPUs, at most 16.
-     * Values above 256 are HZ_EINVAL. Ignored by the other transports. */
+    /* HZ_TRANSPORT_THREADED only: copy threads, started at creation; 0 = three quarters of the online
+     * CPUs, at least 1 and at most 12 (the threads poll for work while misses keep coming, and the
+     * thread that runs the model needs a CPU too). Values above 256 are HZ_EINVAL. Ignored by the other
+     * transports. */
     uint32_t staging_threads;
     /* hz_prefetch; 0 = HZ_PREFETCH_OFF. Other values are HZ_EUNSUPPORTED. */
     int32_t prefetch;

@@ -189,7 +189,7 @@ class Cache(_Handle):
     """The generation cache of routed experts on a device (hz_cache_create). `capacity` is resident
     experts per layer (0 = all); `placement` an optional layers x capacity list of expert ids;
     `transport` a name of TRANSPORTS ("serial", "threaded", "registered") or an hz_transport value;
-    `staging_threads` the threaded transport's copy threads (0 = one per online CPU, at most 16);
+    `staging_threads` the threaded transport's copy threads (0 = 3/4 of the online CPUs, at most 12);
     `prefetch` a name of PREFETCH ("off", "next_layer") or an hz_prefetch value."""
 
     _what = "cache"

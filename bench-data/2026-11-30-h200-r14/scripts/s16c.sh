@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+set -u
+export LD_LIBRARY_PATH=$PWD/.devcarry/lib PATH=$PATH:/usr/local/cuda/bin HZ_LIBDIR=$PWD/.devcarry/lib
+B=build-dev
+date; lscpu | grep -E "Model name"
+scripts/bench --build $B --models olmoe --executors grouped --steps models,ceilings --blocks 1 --out $OUT/olmoe > $OUT/bench_models.txt 2>&1; echo "bench models rc $?"
+H2D=$(python3 -c "
+import json
+j=json.load(open('$OUT/olmoe/ceilings.json'))
+print(round([x for x in j['h2d_pinned'] if x['label']=='olmoe_expert'][0]['gbps'],2))")
+echo "h2d ceiling: $H2D"; [ -z "$H2D" ] && H2D=52.5
+date
+run() { local name=$1 envs=$2; shift 2; echo "== $name ($envs $*)"; env HZ_TXN_TRACE=1 $envs timeout 100 $B/tools/hz-bench /tmp/hz-bench-work/olmoe.hzq --device cuda:0 --executor grouped --resident 30 --transport threaded --blocks 1 --h2d-ceiling $H2D --json $OUT/hb_$name.json "$@" > $OUT/hb_$name.txt 2>&1; echo "rc $?"; python3 .devcarry/hbsum.py $OUT/hb_$name.json; grep TXN_TRACE $OUT/hb_$name.txt; }
+run t12 HZ_X=1 --staging-threads 12
+run t12s3000 HZ_TXN_SPIN_US=3000 --staging-threads 12
+run t12pw4 "HZ_TXN_PIECEWISE=1 HZ_TXN_WAVES=4" --staging-threads 12
+run t16 HZ_X=1
+run t16s3000 HZ_TXN_SPIN_US=3000
+run t8s3000 HZ_TXN_SPIN_US=3000 --staging-threads 8
+date
