@@ -48,13 +48,19 @@ static inline hz_device *tu_fault_device(hz_backend **out_fault) {
     return d;
 }
 
-/* A stats field; nested keys with '.', e.g. "rows.free" or "miss_latency_us.count". -1 when absent. */
-static inline double tu_stat(hz_cache *c, const char *key) {
+/* The cache's stats, parsed (caller deletes). */
+static inline cJSON *tu_stats(hz_cache *c) {
     char *s = NULL;
     assert_int_equal(hz_cache_stats_json(c, &s), HZ_OK);
     cJSON *j = cJSON_Parse(s);
     assert_non_null(j);
     hz_free(s);
+    return j;
+}
+
+/* A stats field; nested keys with '.', e.g. "rows.free" or "miss_latency_us.count". -1 when absent. */
+static inline double tu_stat(hz_cache *c, const char *key) {
+    cJSON *j = tu_stats(c);
     char path[128];
     snprintf(path, sizeof path, "%s", key);
     cJSON *node = j;
@@ -66,11 +72,7 @@ static inline double tu_stat(hz_cache *c, const char *key) {
 
 /* A boolean stats field: 1 true, 0 false, -1 absent or not a boolean. */
 static inline int tu_stat_bool(hz_cache *c, const char *key) {
-    char *s = NULL;
-    assert_int_equal(hz_cache_stats_json(c, &s), HZ_OK);
-    cJSON *j = cJSON_Parse(s);
-    assert_non_null(j);
-    hz_free(s);
+    cJSON *j = tu_stats(c);
     cJSON *node = cJSON_GetObjectItemCaseSensitive(j, key);
     int v = (node && cJSON_IsBool(node)) ? cJSON_IsTrue(node) != 0 : -1;
     cJSON_Delete(j);
@@ -78,11 +80,7 @@ static inline int tu_stat_bool(hz_cache *c, const char *key) {
 }
 
 static inline void tu_stat_str(hz_cache *c, const char *key, char *buf, size_t n) {
-    char *s = NULL;
-    assert_int_equal(hz_cache_stats_json(c, &s), HZ_OK);
-    cJSON *j = cJSON_Parse(s);
-    assert_non_null(j);
-    hz_free(s);
+    cJSON *j = tu_stats(c);
     cJSON *node = cJSON_GetObjectItemCaseSensitive(j, key);
     snprintf(buf, n, "%s", (node && cJSON_IsString(node)) ? node->valuestring : "");
     cJSON_Delete(j);
