@@ -331,6 +331,10 @@ def ceilings_lines(ceil, borrowed):
     for e in ceil.get("host_memcpy_pageable_to_pinned", []):
         rows.append([f"host memcpy pageable -> pinned, {e['threads']} threads", fmt(e["bytes"], "{:,.0f}"),
                      fmt(e["gbps"]), ""])
+    for e in ceil.get("staged_round", []):  # hz-ceilings from 2026-11-30 on
+        rows.append([f"staged round, {e['label']}, {e['threads']} threads, {e['stores']}", fmt(e["bytes"], "{:,.0f}"),
+                     fmt(e["gbps"]), f"copy {fmt(e['copy']['gbps'])}, then H2D {fmt(e['h2d']['gbps'])}: "
+                                     "a one-blob miss round's bound"])
     return out + table(["ceiling", "bytes", "GB/s", "note"], rows)
 
 

@@ -74,7 +74,10 @@ def synthetic_ceilings(blob_sizes):
                             "single": {"gbps": 9.0}, "burst": {"gbps": 10.0 + i, "copies": 8}}
                            for i, b in enumerate(blob_sizes)] + [{"label": "256MiB", "bytes": 1 << 28, "gbps": 55.0}],
             "h2d_pageable": {"bytes": 1 << 28, "gbps": 8.0},
-            "host_memcpy_pageable_to_pinned": [{"threads": 1, "bytes": 1 << 29, "gbps": 5.0}]}
+            "host_memcpy_pageable_to_pinned": [{"threads": 1, "bytes": 1 << 29, "gbps": 5.0}],
+            "staged_round": [{"label": "blob_test", "bytes": 1 << 20, "threads": 3, "stores": "memcpy",
+                              "copy": {"gbps": 30.0}, "h2d": {"gbps": 20.0}, "round": {"gbps": 12.0},
+                              "gbps": 12.0}]}
 
 
 def synthetic_peer(shape):
@@ -213,6 +216,8 @@ def main():
     check(text.count("## Performance contract (scripts/bench)") == 1, "the heading is not there exactly once")
     check(sec1 in text, "the section is not in the document")
     check("TEST GPU" in sec1 and "borrowed" not in sec1, "ceilings of the same folder not named as such")
+    check("staged round, blob_test, 3 threads, memcpy | 1,048,576 | 12.0 | copy 30.0, then H2D 20.0" in sec1,
+          "the staged round's row is missing or wrong")
     check_figures(figs, named, summaries, ceil, shape["architecture"])
     check_rows(sec1, [f for f in figs if f["model"] == shape["architecture"]])
 
