@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "backing/backing.h"
 #include "cache/cache_internal.h"
@@ -327,9 +326,7 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
              * model and the CUDA runtime's own. On the 16-core GPU host 16 polling threads took the
              * CPUs those need (miss path 7.6 GB/s against 20.9 with 12); the copies themselves ran at
              * 72-78 GB/s with 12-13 threads (2026-11-30). */
-            long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-            long n = cpus * 3 / 4;
-            tc.threads = n < 1 ? 1u : n > 12 ? 12u : (uint32_t)n;
+            tc.threads = hz_txn_default_threads();
         }
     }
     if (o.initial_placement) {

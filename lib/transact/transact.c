@@ -74,7 +74,7 @@ struct hz_transactor {
     uint32_t waves;      /* piecewise: pieces per thread's share, and runs per blob (hz_txn_config.waves) */
     uint32_t min_run;    /* piecewise: the fewest pieces one H2D sends, but for a blob's last run */
     uint64_t spin_ns;    /* how long a thread polls before it sleeps on a condition (hz_txn_config.spin_us) */
-    int streaming;       /* staging copies with streaming stores (hz_txn_config.streaming) */
+    int stream_width;    /* staging copies: streaming stores of this many bytes, 0 = memcpy (hz_txn_config.streaming) */
     _Atomic uint64_t work_seq, done_seq; /* bumped (under mu) when work is handed out / a fill is staged */
     int stop, abort;
     txn_slot *work_head, *work_tail;     /* fills with pieces nobody claimed yet */
@@ -181,30 +181,39 @@ __attribute__((target("avx512f"))) static void copy_nt64(uint8_t *dst, const uin
     _mm_sfence();
 }
 
-static int have_avx512f(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0;
-}
 #endif
 
-int hz_txn_copy_streaming(void *dst, const void *src, size_t n, int width) {
+int hz_txn_streaming_width(void) {
 #if defined(__x86_64__)
-    if (width != 16 && have_avx512f()) {
-        copy_nt64(dst, src, n);
-        return 64;
-    }
-    copy_nt16(dst, src, n);
-    return 16;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") ? 64 : 16;
 #else
-    (void)width;
-    memcpy(dst, src, n);
     return 0;
 #endif
 }
 
-static void stage_copy(const hz_transactor *t, uint8_t *dst, const uint8_t *src, size_t n) {
-    if (t->streaming) (void)hz_txn_copy_streaming(dst, src, n, 0);
+/* Copies with stores of `width` bytes as hz_txn_streaming_width says them (64, 16), else memcpy. */
+static void copy_width(int width, void *dst, const void *src, size_t n) {
+#if defined(__x86_64__)
+    if (width == 64) copy_nt64(dst, src, n);
+    else if (width == 16) copy_nt16(dst, src, n);
     else memcpy(dst, src, n);
+#else
+    (void)width;
+    memcpy(dst, src, n);
+#endif
+}
+
+int hz_txn_copy_streaming(void *dst, const void *src, size_t n, int width) {
+    int w = hz_txn_streaming_width();
+    if (width == 16 && w) w = 16;
+    copy_width(w, dst, src, n);
+    return w;
+}
+
+uint32_t hz_txn_default_threads(void) {
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN), n = cpus * 3 / 4;
+    return n < 1 ? 1u : n > 12 ? 12u : (uint32_t)n;
 }
 
 /* ---- the threaded transport's copy threads ------------------------------------------------------ */
@@ -268,7 +277,7 @@ static void copy_thread_main(void *arg) {
             if (st == HZ_OK) {
                 if (delay) usleep(delay);
                 t0 = now_ns();
-                stage_copy(t, s->buf + off, s->src + off, (size_t)len);
+                copy_width(t->stream_width, s->buf + off, s->src + off, (size_t)len);
                 t1 = now_ns();
             }
         }
@@ -472,7 +481,7 @@ int hz_transactor_create(hz_backend *be, const hz_host_backing *backing, uint64_
     t->waves = cfg->waves ? cfg->waves : 2u;
     if (t->waves > 64u) t->waves = 64u;
     t->spin_ns = cfg->transport == HZ_TXN_THREADED ? (uint64_t)cfg->spin_us * 1000u : 0u;
-    t->streaming = cfg->streaming != 0;
+    t->stream_width = cfg->streaming ? hz_txn_streaming_width() : 0; /* decided once, not per piece */
     int st = HZ_OK;
     if (cfg->transport == HZ_TXN_REGISTERED) {
         st = create_registration(t);
@@ -628,7 +637,7 @@ static int load_serial(hz_transactor *t, const hz_txn_item *items, uint32_t n, c
         pthread_mutex_unlock(&t->mu);
         if (delay) usleep(delay);
         uint64_t t0 = now_ns();
-        stage_copy(t, s->buf, blob, (size_t)t->row_bytes);
+        copy_width(t->stream_width, s->buf, blob, (size_t)t->row_bytes);
         uint64_t dt = now_ns() - t0;
         pthread_mutex_lock(&t->mu);
         set_state_locked(t, s, SLOT_STAGED);
@@ -837,11 +846,7 @@ void hz_transactor_stats(hz_transactor *t, hz_txn_stats *out) {
     out->staging_thread_ns = t->thread_ns;
     out->registered_bytes = t->reg_bytes;
     out->piecewise = t->piecewise;
-#if defined(__x86_64__)
-    out->streaming = t->transport != HZ_TXN_REGISTERED && t->streaming;
-#else
-    out->streaming = 0;
-#endif
+    out->streaming = t->stream_width != 0;
     uint32_t pending = t->filling;
     for (txn_slot *s = t->staged_head; s; s = s->snext)
         if (s->done == t->pieces) pending++; /* piecewise: one still filling is counted above */

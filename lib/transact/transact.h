@@ -121,10 +121,16 @@ void hz_transactor_stats(hz_transactor *t, hz_txn_stats *out);
 /* "serial", "threaded", "registered" ("unknown" otherwise). */
 const char *hz_txn_transport_name(int transport);
 
+/* The widest streaming store the staging copies use on this CPU: 64 (AVX-512F), 16 (x86-64), 0 (none:
+ * they use memcpy). */
+int hz_txn_streaming_width(void);
 /* Copies n bytes with streaming stores where the CPU has them (the staging copies' routine), memcpy
- * elsewhere; dst and src need no alignment. width 0: the widest stores the CPU has, 16: 16-byte ones.
- * Returns the store width used (64, 16), 0 for memcpy. Internal; exported to the tests. */
+ * elsewhere; dst and src need no alignment. width 0: the widest stores (hz_txn_streaming_width), 16:
+ * 16-byte ones. Returns the store width used (64, 16), 0 for memcpy. Internal; exported to the tests
+ * and hz-ceilings. */
 int hz_txn_copy_streaming(void *dst, const void *src, size_t n, int width);
+/* The threaded transport's default copy threads: three quarters of the online CPUs, 1 to 12. */
+uint32_t hz_txn_default_threads(void);
 
 /* Test support (threaded): split each blob into pieces of at least `bytes` (at most one per thread), so
  * that small test blobs are copied by several threads too. Call between loads. HZ_EINVAL otherwise. */

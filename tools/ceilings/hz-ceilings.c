@@ -563,11 +563,6 @@ static void stage_pool_stop(stage_pool *p) {
     for (unsigned i = 0; i < p->started; i++) pthread_join(p->tid[i], NULL);
 }
 
-static unsigned stage_default_threads(void) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN), n = cpus * 3 / 4; /* lib/cache/cache.c's default */
-    return n < 1 ? 1u : n > 12 ? 12u : (unsigned)n;
-}
-
 static int measure_staged_size(ceil_ctx *c, stage_pool *pool, const char *label, uint64_t bytes, int streaming,
                                double *t, cJSON *arr) {
     const opts *o = c->o;
@@ -611,9 +606,8 @@ static int measure_staged_size(ceil_ctx *c, stage_pool *pool, const char *label,
     if (!rc) {
         summary sc = summarize(tc, reps), sh = summarize(th, reps), sr = summarize(t, reps);
         cJSON *j = cJSON_CreateObject();
-        const int width = streaming ? hz_txn_copy_streaming(c->pinned, c->pageable, 0, 0) : 0;
         char stores[64];
-        if (streaming) snprintf(stores, sizeof stores, "streaming (%d-byte stores)", width);
+        if (streaming) snprintf(stores, sizeof stores, "streaming (%d-byte stores)", hz_txn_streaming_width());
         else snprintf(stores, sizeof stores, "memcpy");
         rc = !j;
         if (j) {
@@ -643,7 +637,7 @@ static int measure_staged(ceil_ctx *c, double *t, cJSON *root) {
     stage_pool pool;
     memset(&pool, 0, sizeof pool);
     stage_arg args[STAGE_MAX_THREADS];
-    pool.n = o->stage_threads ? o->stage_threads : stage_default_threads();
+    pool.n = o->stage_threads ? o->stage_threads : hz_txn_default_threads();
     int rc = 0;
     for (unsigned i = 0; i < pool.n && !rc; i++) {
         args[i] = (stage_arg){&pool, i};
