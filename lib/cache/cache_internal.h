@@ -100,6 +100,7 @@ typedef struct hz_prefetcher {
     int conds;               /* the condition variables are initialized (hz_prefetcher_init ran) */
     pthread_t thread;
     int started, stop;
+    uint32_t sync;           /* HZ_PREFETCH_SYNC=1 (tests): hz_cache_prefetch returns once its request is done */
     pthread_cond_t work_cv;  /* the thread waits here for a request (or stop) */
     pthread_cond_t idle_cv;  /* broadcast when a request is done (and on FAULTED) */
     int queued;              /* a request waits: q_layer, q_ids[0..q_n) */

@@ -241,6 +241,9 @@ int hz_prefetcher_init(hz_cache *c, int mode) {
     pf->gate.window = kGateWindow;
     hz_env_u32("HZ_PREFETCH_GATE_WINDOW", 1, 1u << 20, &pf->gate.window); /* tests: a shorter window */
     pf->gate.pause = kGatePauseTokens * c->layers; /* about that many tokens: a prediction per layer */
+    /* Tests: a prediction is loaded before the model goes on, so which predicted experts are used or
+     * given up no longer depends on how the threads were scheduled. */
+    hz_env_u32("HZ_PREFETCH_SYNC", 0, 1, &pf->sync);
     atomic_init(&pf->cancel, 0);
     pthread_cond_init(&pf->work_cv, NULL);
     pthread_cond_init(&pf->idle_cv, NULL);
@@ -388,6 +391,9 @@ int hz_cache_prefetch(hz_cache *c, uint32_t layer, const uint32_t *experts, uint
         pf->q_n = n;
         pf->queued = 1;
         pthread_cond_signal(&pf->work_cv);
+        /* The thread always finishes a request (it never waits for rows); FAULTED also broadcasts. */
+        while (pf->sync && (pf->queued || pf->loading) && !hz_cache_is_faulted(c))
+            pthread_cond_wait(&pf->idle_cv, &c->mu);
     }
     pthread_mutex_unlock(&c->mu);
     return HZ_OK;

@@ -194,7 +194,7 @@ static void test_threads_share_prefetching_cache(void **state) {
 /* ---- the gate through the model ---- */
 
 /* A cache whose gate closes at the first prefetched expert given up (HZ_PREFETCH_GATE_PCT=100 with a
- * window of 1) declines the model's later predictions: the model then computes no prediction, the
+ * window of 1; predictions loaded synchronously, HZ_PREFETCH_SYNC=1, so the counts are fixed) declines the model's later predictions: the model then computes no prediction, the
  * declined steps still count as requests, fewer experts are prefetched than with the gate off, and
  * tokens and logits stay those of decoding without prefetch. */
 static void test_gate_declines_model_predictions(void **state) {
@@ -203,6 +203,9 @@ static void test_gate_declines_model_predictions(void **state) {
     char *dir = write_model(path, sizeof path, HZ_ARCH_OLMOE, 7);
     stack off, free_gate, gated;
     stack_open(&off, path, 3, transport, HZ_PREFETCH_OFF);
+    /* Each prediction is loaded before the step goes on: otherwise a demand miss may cancel a load or a
+     * newer prediction replace a queued one, and how many experts are given up depends on scheduling. */
+    setenv("HZ_PREFETCH_SYNC", "1", 1);
     setenv("HZ_PREFETCH_GATE_PCT", "0", 1);
     stack_open(&free_gate, path, 3, transport, HZ_PREFETCH_NEXT_LAYER);
     setenv("HZ_PREFETCH_GATE_PCT", "100", 1);
@@ -210,6 +213,7 @@ static void test_gate_declines_model_predictions(void **state) {
     stack_open(&gated, path, 3, transport, HZ_PREFETCH_NEXT_LAYER);
     unsetenv("HZ_PREFETCH_GATE_PCT");
     unsetenv("HZ_PREFETCH_GATE_WINDOW");
+    unsetenv("HZ_PREFETCH_SYNC");
     const uint32_t V = off.vocab;
     run_out a = {.logits = calloc((size_t)STEPS * V, sizeof(float))};
     run_out b = {.logits = calloc((size_t)STEPS * V, sizeof(float))};
