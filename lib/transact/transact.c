@@ -16,24 +16,37 @@
 #include "backing/backing.h"
 #include "transact/transact.h"
 
-/* Slot states, guarded by the transactor's mutex. Every state but IDLE counts as staging in use. */
+/* Slot states, written by the loading thread under the transactor's mutex (which hz_transactor_stats
+ * takes to read them). Every state but IDLE counts as staging in use. */
 enum { SLOT_IDLE = 0, SLOT_FILLING, SLOT_STAGED, SLOT_COPYING };
+
+/* A threaded fill's claim word: the fill's piece count in the high half, the next piece to hand out in
+ * the low half. One word, so that a copy thread's increment tells it both which piece it took and
+ * whether that piece exists in the fill it took it from; no piece is left while low >= high (an idle
+ * slot's word is 0). Increments on a spent word are harmless: the next fill stores a new word. */
+#define CLAIM_WORD(pieces) ((uint64_t)(pieces) << 32)
+#define CLAIM_NEXT(w) ((uint32_t)(w))
+#define CLAIM_PIECES(w) ((uint32_t)((w) >> 32))
 
 typedef struct txn_slot {
     uint8_t *buf;
     hz_bevent *ev;
     int state;
     uint64_t seq; /* order in which its H2D was enqueued: the oldest copy is waited for first */
-    /* threaded: the fill in progress (guarded by the mutex) */
+    /* threaded: the fill in progress. The loading thread writes these, then publishes the fill with a
+     * release store of `claim`; a copy thread whose increment of `claim` takes a piece sees them. */
     const uint8_t *src;
     uint32_t item;
-    uint32_t claimed, done; /* pieces handed to threads, pieces finished (copied or skipped) */
-    int status;             /* first failure among its pieces */
-    int queued;             /* in the staged list */
-    uint64_t ready;         /* piecewise: pieces in staging whose H2D is not enqueued yet (bit = piece) */
-    uint32_t sent;          /* piecewise: pieces whose H2D is enqueued */
-    struct txn_slot *next;  /* in the work list */
-    struct txn_slot *snext; /* in the staged list (piecewise, a fill may be in both at once) */
+    _Atomic uint64_t claim;    /* CLAIM_WORD */
+    _Atomic uint64_t order;    /* hand-out order: copy threads take the oldest fill's pieces first */
+    _Atomic uint32_t done;     /* pieces finished: copied, failed, or taken back after a failure */
+    _Atomic int status;        /* first failure among its pieces */
+    _Atomic uint64_t landed;   /* piecewise: one bit per piece that is in staging */
+    _Atomic uint64_t first_ns; /* earliest start and latest end of its pieces' copies */
+    _Atomic uint64_t last_ns;
+    /* threaded, the loading thread's own */
+    uint32_t pieces; /* of this fill */
+    uint32_t sent;   /* piecewise: pieces whose H2D is enqueued */
 } txn_slot;
 
 struct hz_transactor {
@@ -44,26 +57,32 @@ struct hz_transactor {
     uint32_t nslots;
     uint8_t *staging; /* one pinned allocation, nslots x row_bytes (serial, threaded) */
     txn_slot *slots;
+    uint32_t *by_order; /* threaded: nslots indices, the filling slots sorted by hand-out (loading thread) */
     hz_bevent *group_ev; /* registered: marks the end of a load's copies */
     void *reg_ptr;       /* registered: the region given to host_register */
     uint64_t reg_bytes;
 
-    /* Everything below is guarded by mu: counters are read by hz_cache_stats_json from other threads
-     * while a load runs, and the threaded transport's lists are shared with its threads. */
+    /* Guarded by mu: the slots' states, the H2D counters, the failure message, cur_items. Read by
+     * hz_cache_stats_json from other threads while a load runs. */
     pthread_mutex_t mu;
-    uint32_t copy_delay_us; /* test knob */
     uint32_t busy;
     uint64_t high_water;
-    uint64_t h2d_bytes, h2d_copies, staging_copies, staging_chunks, copy_bytes;
-    uint64_t copy_ns, thread_ns;
+    uint64_t h2d_bytes, h2d_copies;
     uint64_t next_seq;
-    uint64_t fault_at[HZ_TXN_FAULT_COUNT];
-    int fault_status[HZ_TXN_FAULT_COUNT];
-    uint64_t fault_calls[HZ_TXN_FAULT_COUNT];
+    const hz_txn_item *cur_items; /* the running load's items (non-NULL while one runs) */
+    int fail_set;
+    char fail_msg[512];
+
+    /* Written by the copy threads without a lock. */
+    _Atomic uint64_t staging_copies, staging_chunks, copy_bytes, copy_ns, thread_ns;
+    _Atomic uint32_t copy_delay_us; /* test knob */
+    _Atomic uint64_t fault_at[HZ_TXN_FAULT_COUNT];
+    _Atomic int fault_status[HZ_TXN_FAULT_COUNT];
+    _Atomic uint64_t fault_calls[HZ_TXN_FAULT_COUNT];
 
     /* threaded */
-    pthread_cond_t work_cv; /* threads wait for pieces (or stop) */
-    pthread_cond_t done_cv; /* the loading thread waits for finished fills */
+    pthread_cond_t work_cv; /* copy threads sleep here for work (or stop) */
+    pthread_cond_t done_cv; /* the loading thread sleeps here for finished pieces */
     int conds;              /* the two condition variables were initialized */
     uv_thread_t *threads;
     uint32_t nthreads, started;
@@ -75,17 +94,13 @@ struct hz_transactor {
     uint32_t min_run;    /* piecewise: the fewest pieces one H2D sends, but for a blob's last run */
     uint64_t spin_ns;    /* how long a thread polls before it sleeps on a condition (hz_txn_config.spin_us) */
     int stream_width;    /* staging copies: streaming stores of this many bytes, 0 = memcpy (hz_txn_config.streaming) */
-    _Atomic uint64_t work_seq, done_seq; /* bumped (under mu) when work is handed out / a fill is staged */
-    int stop, abort;
-    txn_slot *work_head, *work_tail;     /* fills with pieces nobody claimed yet */
-    txn_slot *staged_head, *staged_tail; /* fills with something for the loader: all pieces finished
-                                            (or, piecewise, pieces to send), in that order */
-    uint32_t filling;                    /* fills with unfinished pieces */
-    uint32_t active;                     /* threads inside a copy */
-    uint64_t active_since;
-    const hz_txn_item *cur_items;
-    int fail_set;
-    char fail_msg[512];
+    _Atomic uint64_t work_seq; /* bumped when fills are handed out, and at stop */
+    _Atomic uint64_t done_seq; /* bumped when a fill's last piece finishes or (piecewise) a piece lands */
+    _Atomic uint32_t sleepers; /* copy threads asleep on work_cv, or about to be */
+    _Atomic int loader_asleep; /* the loading thread sleeps on done_cv, or is about to */
+    _Atomic int stop;
+    uint64_t next_order; /* loading thread: hand-out counter */
+    uint64_t copy_until; /* loading thread: the end of the copy time already in copy_ns */
 };
 
 static uint64_t now_ns(void) {
@@ -103,16 +118,14 @@ const char *hz_txn_transport_name(int transport) {
     }
 }
 
+/* Counts one execution of point p; the armed one fails. Lock-free: copy threads call it per piece. */
 static int fault_point(hz_transactor *t, hz_txn_fault p) {
-    pthread_mutex_lock(&t->mu);
-    uint64_t n = ++t->fault_calls[p];
-    int st = HZ_OK;
-    if (t->fault_at[p] && n == t->fault_at[p]) {
-        st = t->fault_status[p];
-        t->fault_at[p] = 0;
-    }
-    pthread_mutex_unlock(&t->mu);
-    return st;
+    const uint64_t n = atomic_fetch_add_explicit(&t->fault_calls[p], 1u, memory_order_relaxed) + 1u;
+    uint64_t at = atomic_load_explicit(&t->fault_at[p], memory_order_acquire);
+    if (at == 0 || n != at) return HZ_OK;
+    if (!atomic_compare_exchange_strong_explicit(&t->fault_at[p], &at, 0u, memory_order_acq_rel, memory_order_acquire))
+        return HZ_OK;
+    return atomic_load_explicit(&t->fault_status[p], memory_order_relaxed);
 }
 
 static void set_state_locked(hz_transactor *t, txn_slot *s, int state) {
@@ -218,109 +231,166 @@ uint32_t hz_txn_default_threads(void) {
 
 /* ---- the threaded transport's copy threads ------------------------------------------------------ */
 
-/* Hands fill `s` to the loading thread (once: a fill already waiting keeps its place). mu held. */
-static void queue_staged(hz_transactor *t, txn_slot *s) {
-    atomic_fetch_add_explicit(&t->done_seq, 1, memory_order_release);
-    if (s->queued) return;
-    s->queued = 1;
-    s->snext = NULL;
-    if (t->staged_tail) t->staged_tail->snext = s;
-    else t->staged_head = s;
-    t->staged_tail = s;
-}
+/* Why no lock per piece: at a hand-out every copy thread wakes at once, and with a mutex around the
+ * claim they would queue on it; a contended mutex puts the losers to sleep, and waking each one costs
+ * tens of microseconds on a virtual machine, as much as copying its piece (an OLMoE blob is 12 pieces of
+ * 266 KB). So a piece is claimed with one atomic increment of its fill's claim word and finished with
+ * another; a thread takes the mutex only to wake a side that went to sleep, and to keep a failure's
+ * message. */
 
-/* Polls *seq (mu released) until it moves from `seen` or spin_ns pass; then takes mu again. Waking a
- * sleeping thread costs tens of microseconds on a virtual machine, as much as copying a piece, and the
- * rounds of one decode step come a layer apart: threads that poll for a while after their last piece
- * are awake for the next round. */
-static void spin_on(hz_transactor *t, _Atomic uint64_t *seq, uint64_t seen) {
-    pthread_mutex_unlock(&t->mu);
+/* Polls *seq until it moves from `seen` or spin_ns pass. Waking a sleeping thread costs tens of
+ * microseconds on a virtual machine, as much as copying a piece, and the rounds of one decode step come
+ * a layer apart: threads that poll for a while after their last piece are awake for the next round. */
+static void spin_on(const hz_transactor *t, _Atomic uint64_t *seq, uint64_t seen) {
+    if (!t->spin_ns) return;
     const uint64_t until = now_ns() + t->spin_ns;
     while (atomic_load_explicit(seq, memory_order_acquire) == seen && now_ns() < until) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
     }
+}
+
+static void store_min(_Atomic uint64_t *a, uint64_t v) {
+    uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
+    while (v < cur && !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed, memory_order_relaxed)) {
+    }
+}
+
+static void store_max(_Atomic uint64_t *a, uint64_t v) {
+    uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
+    while (v > cur && !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed, memory_order_relaxed)) {
+    }
+}
+
+/* Tells the loading thread that a fill finished or (piecewise) a piece landed. The seq_cst pair (bump
+ * done_seq, then read loader_asleep; the loader sets loader_asleep, then reads done_seq) means that
+ * one of the two sees the other: the loader does not sleep through it, or it is woken. */
+static void wake_loader(hz_transactor *t) {
+    atomic_fetch_add_explicit(&t->done_seq, 1u, memory_order_seq_cst);
+    if (atomic_load_explicit(&t->loader_asleep, memory_order_seq_cst)) {
+        pthread_mutex_lock(&t->mu);
+        pthread_cond_signal(&t->done_cv);
+        pthread_mutex_unlock(&t->mu);
+    }
+}
+
+/* The loading thread: waits until done_seq moves from `seen` (polling spin_ns first). */
+static void wait_done(hz_transactor *t, uint64_t seen) {
+    spin_on(t, &t->done_seq, seen);
+    if (atomic_load_explicit(&t->done_seq, memory_order_acquire) != seen) return;
     pthread_mutex_lock(&t->mu);
+    atomic_store_explicit(&t->loader_asleep, 1, memory_order_seq_cst);
+    while (atomic_load_explicit(&t->done_seq, memory_order_seq_cst) == seen) pthread_cond_wait(&t->done_cv, &t->mu);
+    atomic_store_explicit(&t->loader_asleep, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* The loading thread: tells the copy threads that fills were handed out (the same pairing as
+ * wake_loader, with `sleepers`). */
+static void wake_copiers(hz_transactor *t) {
+    atomic_fetch_add_explicit(&t->work_seq, 1u, memory_order_seq_cst);
+    if (atomic_load_explicit(&t->sleepers, memory_order_seq_cst)) {
+        pthread_mutex_lock(&t->mu);
+        pthread_cond_broadcast(&t->work_cv);
+        pthread_mutex_unlock(&t->mu);
+    }
+}
+
+/* Takes the next piece of the oldest fill that has one left: *out, *piece of *pieces. 0: none left. */
+static int claim_piece(hz_transactor *t, txn_slot **out, uint32_t *piece, uint32_t *pieces) {
+    for (;;) {
+        txn_slot *best = NULL;
+        uint64_t best_order = UINT64_MAX;
+        for (uint32_t k = 0; k < t->nslots; k++) {
+            txn_slot *s = &t->slots[k];
+            const uint64_t w = atomic_load_explicit(&s->claim, memory_order_relaxed);
+            if (CLAIM_NEXT(w) >= CLAIM_PIECES(w)) continue;
+            const uint64_t o = atomic_load_explicit(&s->order, memory_order_relaxed);
+            if (o < best_order) {
+                best = s;
+                best_order = o;
+            }
+        }
+        if (!best) return 0;
+        /* The slot may have moved on since the scan: only the increment's own result counts. */
+        const uint64_t w = atomic_fetch_add_explicit(&best->claim, 1u, memory_order_acq_rel);
+        if (CLAIM_NEXT(w) < CLAIM_PIECES(w)) {
+            *out = best;
+            *piece = CLAIM_NEXT(w);
+            *pieces = CLAIM_PIECES(w);
+            return 1;
+        }
+    }
+}
+
+/* Copies piece `piece` of fill `s` into staging, then counts it finished. */
+static void run_piece(hz_transactor *t, txn_slot *s, uint32_t piece, uint32_t pieces) {
+    const uint64_t off = (uint64_t)piece * t->piece_bytes;
+    const uint64_t len = t->row_bytes - off < t->piece_bytes ? t->row_bytes - off : t->piece_bytes;
+    int st = fault_point(t, HZ_TXN_FAULT_STAGING_COPY);
+    if (st == HZ_OK) {
+        const uint32_t delay = atomic_load_explicit(&t->copy_delay_us, memory_order_relaxed);
+        if (delay) usleep(delay);
+        const uint64_t t0 = now_ns();
+        copy_width(t->stream_width, s->buf + off, s->src + off, (size_t)len);
+        const uint64_t t1 = now_ns();
+        atomic_fetch_add_explicit(&t->staging_chunks, 1u, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->copy_bytes, len, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->thread_ns, t1 - t0, memory_order_relaxed);
+        store_min(&s->first_ns, t0);
+        store_max(&s->last_ns, t1);
+        if (t->piecewise) atomic_fetch_or_explicit(&s->landed, UINT64_C(1) << piece, memory_order_release);
+    } else {
+        int none = HZ_OK;
+        if (atomic_compare_exchange_strong_explicit(&s->status, &none, st, memory_order_relaxed,
+                                                    memory_order_relaxed)) {
+            /* hz_error's message is per thread: keep it for the loading thread to report. */
+            pthread_mutex_lock(&t->mu);
+            if (!t->fail_set && t->cur_items) {
+                const hz_txn_item *it = &t->cur_items[s->item];
+                snprintf(t->fail_msg, sizeof t->fail_msg,
+                         "transactor: injected fault in the staging copy of layer %u expert %u (piece %u of %u, "
+                         "copy thread)", it->layer, it->expert, piece + 1, pieces);
+                t->fail_set = 1;
+            }
+            pthread_mutex_unlock(&t->mu);
+        }
+    }
+    /* After this the fill may be reused: nothing below touches s. */
+    const uint32_t done = atomic_fetch_add_explicit(&s->done, 1u, memory_order_acq_rel) + 1u;
+    if (done == pieces || (st == HZ_OK && t->piecewise)) wake_loader(t);
 }
 
 static void copy_thread_main(void *arg) {
     hz_transactor *t = arg;
-    pthread_mutex_lock(&t->mu);
     for (;;) {
-        if (!t->stop && !t->work_head && t->spin_ns)
-            spin_on(t, &t->work_seq, atomic_load_explicit(&t->work_seq, memory_order_relaxed));
-        while (!t->stop && !t->work_head) pthread_cond_wait(&t->work_cv, &t->mu);
-        if (t->stop) break;
-        txn_slot *s = t->work_head;
-        uint32_t piece = s->claimed++;
-        if (s->claimed == t->pieces) {
-            t->work_head = s->next;
-            if (!t->work_head) t->work_tail = NULL;
-            s->next = NULL;
+        /* Read before looking for work: a hand-out after the look moves it, so nothing is slept through. */
+        const uint64_t seen = atomic_load_explicit(&t->work_seq, memory_order_seq_cst);
+        txn_slot *s = NULL;
+        uint32_t piece = 0, pieces = 0;
+        if (claim_piece(t, &s, &piece, &pieces)) {
+            run_piece(t, s, piece, pieces);
+            continue;
         }
-        /* After a failure the loading thread only waits for the pieces already claimed: later ones are
-         * finished without copying so that it does not wait for bytes nobody will send. */
-        int skip = t->abort;
-        uint64_t off = (uint64_t)piece * t->piece_bytes;
-        uint64_t len = t->row_bytes - off < t->piece_bytes ? t->row_bytes - off : t->piece_bytes;
-        const hz_txn_item *it = &t->cur_items[s->item];
-        uint32_t layer = it->layer, expert = it->expert;
-        uint32_t delay = t->copy_delay_us;
-        if (!skip && t->active++ == 0) t->active_since = now_ns();
-        pthread_mutex_unlock(&t->mu);
-
-        int st = HZ_OK;
-        uint64_t t0 = 0, t1 = 0;
-        if (!skip) {
-            st = fault_point(t, HZ_TXN_FAULT_STAGING_COPY);
-            if (st == HZ_OK) {
-                if (delay) usleep(delay);
-                t0 = now_ns();
-                copy_width(t->stream_width, s->buf + off, s->src + off, (size_t)len);
-                t1 = now_ns();
-            }
-        }
-
+        if (atomic_load_explicit(&t->stop, memory_order_acquire)) break;
+        spin_on(t, &t->work_seq, seen);
+        if (atomic_load_explicit(&t->work_seq, memory_order_acquire) != seen) continue;
         pthread_mutex_lock(&t->mu);
-        if (!skip) {
-            if (--t->active == 0) t->copy_ns += now_ns() - t->active_since;
-            t->thread_ns += t1 - t0;
-            if (st == HZ_OK) {
-                t->staging_chunks++;
-                t->copy_bytes += len;
-            }
-        }
-        if (st != HZ_OK) {
-            if (!s->status) s->status = st;
-            if (!t->fail_set) {
-                /* hz_error's message is per thread: keep it for the loading thread to report. */
-                snprintf(t->fail_msg, sizeof t->fail_msg,
-                         "transactor: injected fault in the staging copy of layer %u expert %u (piece %u of %u, "
-                         "copy thread)", layer, expert, piece + 1, t->pieces);
-                t->fail_set = 1;
-            }
-        }
-        const int landed = !skip && st == HZ_OK;
-        if (landed && t->piecewise) s->ready |= UINT64_C(1) << piece;
-        const int last = ++s->done == t->pieces;
-        if (last) {
-            t->filling--;
-            if (!s->status && !skip) t->staging_copies++;
-            if (!s->status && skip) s->status = HZ_ESTATE; /* never sent; dropped by the loader */
-        }
-        if (last || (landed && t->piecewise)) {
-            queue_staged(t, s);
-            pthread_cond_signal(&t->done_cv);
-        }
+        atomic_fetch_add_explicit(&t->sleepers, 1u, memory_order_seq_cst);
+        while (!atomic_load_explicit(&t->stop, memory_order_relaxed) &&
+               atomic_load_explicit(&t->work_seq, memory_order_seq_cst) == seen)
+            pthread_cond_wait(&t->work_cv, &t->mu);
+        atomic_fetch_sub_explicit(&t->sleepers, 1u, memory_order_relaxed);
+        pthread_mutex_unlock(&t->mu);
     }
-    pthread_mutex_unlock(&t->mu);
 }
 
 static void stop_threads(hz_transactor *t) {
     if (!t->threads) return;
     pthread_mutex_lock(&t->mu);
-    t->stop = 1;
+    atomic_store_explicit(&t->stop, 1, memory_order_release);
+    atomic_fetch_add_explicit(&t->work_seq, 1u, memory_order_seq_cst);
     pthread_cond_broadcast(&t->work_cv);
     pthread_mutex_unlock(&t->mu);
     for (uint32_t i = 0; i < t->started; i++) uv_thread_join(&t->threads[i]);
@@ -346,6 +416,7 @@ void hz_transactor_destroy(hz_transactor *t) {
     if (t->reg_ptr) be->ops->host_unregister(be, t->reg_ptr);
     if (t->staging) be->ops->pinned_free(be, t->staging);
     free(t->slots);
+    free(t->by_order);
     if (t->conds) {
         pthread_cond_destroy(&t->work_cv);
         pthread_cond_destroy(&t->done_cv);
@@ -402,7 +473,7 @@ static void set_pieces(hz_transactor *t, uint64_t chunk_bytes) {
 int hz_transactor_set_piecewise(hz_transactor *t, int on) {
     if (!t || t->transport != HZ_TXN_THREADED) return hz_error(HZ_EINVAL, "set_piecewise: not a threaded transactor");
     pthread_mutex_lock(&t->mu);
-    int idle = t->filling == 0 && t->work_head == NULL && t->cur_items == NULL;
+    int idle = t->cur_items == NULL;
     if (idle) {
         t->piecewise = on != 0;
         set_pieces(t, t->chunk_bytes);
@@ -414,7 +485,7 @@ int hz_transactor_set_piecewise(hz_transactor *t, int on) {
 int hz_transactor_set_piece_bytes(hz_transactor *t, uint64_t bytes) {
     if (!t || t->transport != HZ_TXN_THREADED) return hz_error(HZ_EINVAL, "set_piece_bytes: not a threaded transactor");
     pthread_mutex_lock(&t->mu);
-    int idle = t->filling == 0 && t->work_head == NULL && t->cur_items == NULL;
+    int idle = t->cur_items == NULL;
     if (idle) set_pieces(t, bytes);
     pthread_mutex_unlock(&t->mu);
     return idle ? HZ_OK : hz_error(HZ_ESTATE, "set_piece_bytes: a load is running");
@@ -424,6 +495,8 @@ static int create_threads(hz_transactor *t, uint32_t threads, uint64_t chunk_byt
     if (threads == 0) return hz_error(HZ_EINVAL, "transactor: the threaded transport needs at least one thread");
     t->nthreads = threads;
     set_pieces(t, chunk_bytes);
+    t->by_order = calloc(t->nslots, sizeof *t->by_order);
+    if (!t->by_order) return hz_error(HZ_ENOMEM, "transactor: out of memory for %u slot indices", t->nslots);
     pthread_cond_init(&t->work_cv, NULL);
     pthread_cond_init(&t->done_cv, NULL);
     t->conds = 1;
@@ -568,25 +641,18 @@ static int finish_pieces(hz_transactor *t, txn_slot *s, const hz_txn_item *it) {
 }
 
 /* Piecewise: enqueues the run of landed pieces that starts at the first unsent one (one copy), once it
- * holds min_run pieces or reaches the blob's end; pieces go out in order. mu held on entry and on
- * return; released while the copy is enqueued. */
-static int send_ready(hz_transactor *t, txn_slot *s, const hz_txn_item *it, uint32_t *issued, uint32_t *enqueued) {
+ * holds min_run pieces or reaches the blob's end; pieces go out in order. *sent_any: a run went out. */
+static int send_landed(hz_transactor *t, txn_slot *s, const hz_txn_item *it, uint32_t *issued, int *sent_any) {
+    const uint64_t landed = atomic_load_explicit(&s->landed, memory_order_acquire);
     const uint32_t first = s->sent;
     uint32_t end = first;
-    while (end < t->pieces && (s->ready >> end & 1u)) end++;
-    if (end == first || (end - first < t->min_run && end < t->pieces)) return HZ_OK; /* wait for more */
-    for (uint32_t p = first; p < end; p++) s->ready &= ~(UINT64_C(1) << p);
-    pthread_mutex_unlock(&t->mu);
+    while (end < s->pieces && (landed >> end & 1u)) end++;
+    if (end == first || (end - first < t->min_run && end < s->pieces)) return HZ_OK; /* wait for more */
     int st = h2d_pieces(t, s, it, first, end - first, issued);
-    pthread_mutex_lock(&t->mu);
     if (st != HZ_OK) return st;
     s->sent = end;
-    if (s->sent < t->pieces) return HZ_OK;
-    pthread_mutex_unlock(&t->mu);
-    st = finish_pieces(t, s, it);
-    pthread_mutex_lock(&t->mu);
-    if (st == HZ_OK) (*enqueued)++;
-    return st;
+    *sent_any = 1;
+    return HZ_OK;
 }
 
 /* After every item has been enqueued: waits for each slot's last copy. */
@@ -631,22 +697,18 @@ static int load_serial(hz_transactor *t, const hz_txn_item *items, uint32_t n, c
         if (st)
             return hz_error(st, "transactor: injected fault in the staging copy of layer %u expert %u", it->layer,
                             it->expert);
-        pthread_mutex_lock(&t->mu);
-        set_state_locked(t, s, SLOT_FILLING);
-        uint32_t delay = t->copy_delay_us;
-        pthread_mutex_unlock(&t->mu);
+        set_state(t, s, SLOT_FILLING);
+        const uint32_t delay = atomic_load_explicit(&t->copy_delay_us, memory_order_relaxed);
         if (delay) usleep(delay);
         uint64_t t0 = now_ns();
         copy_width(t->stream_width, s->buf, blob, (size_t)t->row_bytes);
         uint64_t dt = now_ns() - t0;
-        pthread_mutex_lock(&t->mu);
-        set_state_locked(t, s, SLOT_STAGED);
-        t->staging_copies++;
-        t->staging_chunks++;
-        t->copy_bytes += t->row_bytes;
-        t->copy_ns += dt;
-        t->thread_ns += dt;
-        pthread_mutex_unlock(&t->mu);
+        set_state(t, s, SLOT_STAGED);
+        atomic_fetch_add_explicit(&t->staging_copies, 1u, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->staging_chunks, 1u, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->copy_bytes, t->row_bytes, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->copy_ns, dt, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->thread_ns, dt, memory_order_relaxed);
         st = h2d_from_slot(t, s, it, issued);
         if (st) return st;
     }
@@ -655,8 +717,148 @@ static int load_serial(hz_transactor *t, const hz_txn_item *items, uint32_t n, c
 
 /* ---- threaded ----------------------------------------------------------------------------------- */
 
+/* Adds a finished fill's copy time to copy_ns: the wall time in which at least one staging copy ran,
+ * counted as the union of the fills' spans (from their first piece's start to their last one's end).
+ * Fills are taken back about in the order they finish; one taken back out of order may count a little
+ * of its span twice. Loading thread. */
+static void count_fill(hz_transactor *t, txn_slot *s) {
+    const uint64_t first = atomic_load_explicit(&s->first_ns, memory_order_relaxed);
+    const uint64_t last = atomic_load_explicit(&s->last_ns, memory_order_relaxed);
+    const uint64_t from = first > t->copy_until ? first : t->copy_until;
+    if (last > from) atomic_fetch_add_explicit(&t->copy_ns, last - from, memory_order_relaxed);
+    if (last > t->copy_until) t->copy_until = last;
+    atomic_fetch_add_explicit(&t->staging_copies, 1u, memory_order_relaxed);
+}
+
+/* Moves fill `s` on as far as its pieces allow: a finished fill's H2D is enqueued (piecewise: each run
+ * of landed pieces as it fills up, and the slot's event after the last). *progress: something was
+ * enqueued; *waiting: pieces are still being copied. Loading thread. */
+static int advance_fill(hz_transactor *t, txn_slot *s, const hz_txn_item *items, uint32_t *issued,
+                        uint32_t *enqueued, int *progress, int *waiting) {
+    /* done first (acquire): a failed piece sets status before it counts itself done. */
+    const uint32_t done = atomic_load_explicit(&s->done, memory_order_acquire);
+    const int status = atomic_load_explicit(&s->status, memory_order_relaxed);
+    if (status) {
+        pthread_mutex_lock(&t->mu);
+        char msg[sizeof t->fail_msg];
+        snprintf(msg, sizeof msg, "%s", t->fail_set ? t->fail_msg : "transactor: a staging copy failed");
+        pthread_mutex_unlock(&t->mu);
+        return hz_error(status, "%s", msg);
+    }
+    const hz_txn_item *it = &items[s->item];
+    if (t->piecewise) {
+        int st = send_landed(t, s, it, issued, progress);
+        if (st != HZ_OK) return st;
+        /* The slot's event goes after the last run, once every piece has also counted itself done:
+         * only then can the slot be refilled without a late count landing in the next fill. */
+        if (s->sent < s->pieces || done < s->pieces) {
+            *waiting = 1;
+            return HZ_OK;
+        }
+        count_fill(t, s);
+        st = finish_pieces(t, s, it);
+        if (st != HZ_OK) return st;
+    } else {
+        if (done < s->pieces) {
+            *waiting = 1;
+            return HZ_OK;
+        }
+        count_fill(t, s);
+        pthread_mutex_lock(&t->mu);
+        set_state_locked(t, s, SLOT_STAGED);
+        pthread_mutex_unlock(&t->mu);
+        int st = h2d_from_slot(t, s, it, issued);
+        if (st != HZ_OK) return st;
+    }
+    (*enqueued)++;
+    *progress = 1;
+    return HZ_OK;
+}
+
+/* The filling slots in hand-out order into t->by_order; returns their count. Loading thread. */
+static uint32_t filling_by_order(hz_transactor *t) {
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < t->nslots; k++) {
+        if (t->slots[k].state != SLOT_FILLING) continue;
+        const uint64_t o = atomic_load_explicit(&t->slots[k].order, memory_order_relaxed);
+        uint32_t i = n++;
+        while (i > 0 && atomic_load_explicit(&t->slots[t->by_order[i - 1]].order, memory_order_relaxed) > o) {
+            t->by_order[i] = t->by_order[i - 1];
+            i--;
+        }
+        t->by_order[i] = k;
+    }
+    return n;
+}
+
+/* Hands items from *next on to idle slots (their pieces to the copy threads); returns how many. */
+static uint32_t hand_out(hz_transactor *t, const hz_txn_item *items, uint32_t *next, uint32_t limit, int *st) {
+    uint32_t handed = 0;
+    for (uint32_t k = 0; k < t->nslots && *next < limit; k++) {
+        txn_slot *f = &t->slots[k];
+        if (f->state != SLOT_IDLE) continue;
+        const hz_txn_item *it = &items[*next];
+        const uint8_t *blob = hz_backing_expert_blob(t->backing, it->layer, it->expert);
+        if (!blob) {
+            *st = hz_error(HZ_ERANGE, "transactor: no blob for layer %u expert %u", it->layer, it->expert);
+            break;
+        }
+        f->src = blob;
+        f->item = (*next)++;
+        f->pieces = t->pieces;
+        f->sent = 0;
+        atomic_store_explicit(&f->done, 0u, memory_order_relaxed);
+        atomic_store_explicit(&f->status, HZ_OK, memory_order_relaxed);
+        atomic_store_explicit(&f->landed, 0u, memory_order_relaxed);
+        atomic_store_explicit(&f->first_ns, UINT64_MAX, memory_order_relaxed);
+        atomic_store_explicit(&f->last_ns, 0u, memory_order_relaxed);
+        atomic_store_explicit(&f->order, ++t->next_order, memory_order_relaxed);
+        pthread_mutex_lock(&t->mu);
+        set_state_locked(t, f, SLOT_FILLING);
+        pthread_mutex_unlock(&t->mu);
+        atomic_store_explicit(&f->claim, CLAIM_WORD(f->pieces), memory_order_release); /* published */
+        handed++;
+    }
+    return handed;
+}
+
+/* After a failure: takes back the pieces nobody claimed and waits for the claimed ones, so that no
+ * thread still writes a staging buffer (or reads the items) once the load returns. Loading thread. */
+static void take_back_fills(hz_transactor *t) {
+    for (uint32_t k = 0; k < t->nslots; k++) {
+        txn_slot *s = &t->slots[k];
+        if (s->state != SLOT_FILLING) continue;
+        for (;;) {
+            const uint64_t w = atomic_fetch_add_explicit(&s->claim, 1u, memory_order_acq_rel);
+            if (CLAIM_NEXT(w) >= CLAIM_PIECES(w)) break;
+            atomic_fetch_add_explicit(&s->done, 1u, memory_order_release);
+        }
+    }
+    for (;;) {
+        const uint64_t seen = atomic_load_explicit(&t->done_seq, memory_order_seq_cst);
+        int running = 0;
+        for (uint32_t k = 0; k < t->nslots; k++) {
+            txn_slot *s = &t->slots[k];
+            if (s->state == SLOT_FILLING && atomic_load_explicit(&s->done, memory_order_acquire) < s->pieces)
+                running = 1;
+        }
+        if (!running) break;
+        wait_done(t, seen);
+    }
+    /* Piecewise, H2D runs of a fill may still read its slot: the failure path drains the copy queue
+     * before any slot is reused. Otherwise nothing reads a filling slot. */
+    if (!t->piecewise) {
+        pthread_mutex_lock(&t->mu);
+        for (uint32_t k = 0; k < t->nslots; k++)
+            if (t->slots[k].state == SLOT_FILLING || t->slots[k].state == SLOT_STAGED)
+                set_state_locked(t, &t->slots[k], SLOT_IDLE);
+        pthread_mutex_unlock(&t->mu);
+    }
+}
+
 /* The loading thread hands blobs to idle slots (their pieces to the copy threads), enqueues each H2D as
- * soon as a slot's pieces are all in, and refills a slot only after its copy's event has completed. */
+ * soon as a slot's pieces are all in (piecewise: each run), and refills a slot only after its copy's
+ * event has completed. */
 static int load_threaded(hz_transactor *t, const hz_txn_item *items, uint32_t n, const _Atomic int *cancel,
                          hz_txn_result *res, uint32_t *issued) {
     int st = HZ_OK;
@@ -664,67 +866,25 @@ static int load_threaded(hz_transactor *t, const hz_txn_item *items, uint32_t n,
     pthread_mutex_lock(&t->mu);
     t->cur_items = items;
     t->fail_set = 0;
+    pthread_mutex_unlock(&t->mu);
     while (st == HZ_OK) {
-        txn_slot *s = t->staged_head;
-        if (s) {
-            /* Staged blobs go first: the copy queue should never wait for the bookkeeping below. */
-            t->staged_head = s->snext;
-            if (!t->staged_head) t->staged_tail = NULL;
-            s->snext = NULL;
-            s->queued = 0;
-            if (s->status) {
-                st = s->status;
-                /* Piecewise, copies of its earlier pieces may still read it: the failure path drains
-                 * the copy queue before any slot is reused. */
-                if (!t->piecewise) set_state_locked(t, s, SLOT_IDLE);
-                hz_error(st, "%s", t->fail_set ? t->fail_msg : "transactor: a staging copy failed");
-                break;
-            }
-            if (t->piecewise) {
-                st = send_ready(t, s, &items[s->item], issued, &enqueued);
-                continue;
-            }
-            pthread_mutex_unlock(&t->mu);
-            st = h2d_from_slot(t, s, &items[s->item], issued);
-            pthread_mutex_lock(&t->mu);
-            if (st == HZ_OK) enqueued++;
-            continue;
-        }
+        /* Read before the fills are looked at: a piece that lands after the look moves it. */
+        const uint64_t seen = atomic_load_explicit(&t->done_seq, memory_order_seq_cst);
+        int progress = 0, waiting = 0;
+        /* Finished fills first, oldest first: the copy queue should never wait for the hand-outs. */
+        const uint32_t nf = filling_by_order(t);
+        for (uint32_t i = 0; i < nf && st == HZ_OK; i++)
+            st = advance_fill(t, &t->slots[t->by_order[i]], items, issued, &enqueued, &progress, &waiting);
+        if (st != HZ_OK) break;
         if (limit == n && cancelled(cancel)) limit = next;
         if (enqueued == limit) break;
-        int handed = 0;
-        for (uint32_t k = 0; k < t->nslots && next < limit; k++) {
-            txn_slot *f = &t->slots[k];
-            if (f->state != SLOT_IDLE) continue;
-            const hz_txn_item *it = &items[next];
-            const uint8_t *blob = hz_backing_expert_blob(t->backing, it->layer, it->expert);
-            if (!blob) {
-                st = hz_error(HZ_ERANGE, "transactor: no blob for layer %u expert %u", it->layer, it->expert);
-                break;
-            }
-            f->src = blob;
-            f->item = next++;
-            f->claimed = f->done = f->sent = 0;
-            f->ready = 0;
-            f->queued = 0;
-            f->status = HZ_OK;
-            f->next = f->snext = NULL;
-            set_state_locked(t, f, SLOT_FILLING);
-            t->filling++;
-            if (t->work_tail) t->work_tail->next = f;
-            else t->work_head = f;
-            t->work_tail = f;
-            handed = 1;
+        if (hand_out(t, items, &next, limit, &st)) {
+            wake_copiers(t);
+            continue;
         }
-        if (handed) {
-            atomic_fetch_add_explicit(&t->work_seq, 1, memory_order_release);
-            pthread_cond_broadcast(&t->work_cv);
-        }
-        if (st != HZ_OK || handed) continue;
-        if (t->filling) {
-            /* Poll a while before sleeping: a fill lands within a piece's copy time (spin_on). */
-            if (t->spin_ns) spin_on(t, &t->done_seq, atomic_load_explicit(&t->done_seq, memory_order_relaxed));
-            if (!t->staged_head && t->filling) pthread_cond_wait(&t->done_cv, &t->mu);
+        if (st != HZ_OK || progress) continue;
+        if (waiting) {
+            wait_done(t, seen);
             continue;
         }
         /* Every slot feeds a copy: wait for the oldest. */
@@ -736,26 +896,16 @@ static int load_threaded(hz_transactor *t, const hz_txn_item *items, uint32_t n,
             st = hz_error(HZ_ESTATE, "transactor: no staging slot is idle, filling or copying");
             break;
         }
-        pthread_mutex_unlock(&t->mu);
         st = retire_slot(t, oldest, (uint32_t)(oldest - t->slots));
-        pthread_mutex_lock(&t->mu);
         if (st == HZ_OK) res->copies_done++;
     }
     if (st != HZ_OK) {
-        /* No thread may still write a staging buffer (or read `items`) once we return: skip unclaimed
-         * pieces, wait for claimed ones, and drop fills nobody will send. */
-        t->abort = 1;
-        while (t->filling) pthread_cond_wait(&t->done_cv, &t->mu);
-        while (t->staged_head) {
-            txn_slot *s = t->staged_head;
-            t->staged_head = s->snext;
-            s->snext = NULL;
-            s->queued = 0;
-            if (!t->piecewise) set_state_locked(t, s, SLOT_IDLE); /* piecewise: after the drain (see above) */
-        }
-        t->staged_tail = NULL;
-        t->abort = 0;
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", hz_last_error_message());
+        take_back_fills(t);
+        hz_error(st, "%s", msg);
     }
+    pthread_mutex_lock(&t->mu);
     t->cur_items = NULL;
     pthread_mutex_unlock(&t->mu);
     if (st != HZ_OK) return st;
@@ -839,32 +989,28 @@ void hz_transactor_stats(hz_transactor *t, hz_txn_stats *out) {
     out->staging_high_water = t->high_water;
     out->h2d_bytes = t->h2d_bytes;
     out->h2d_copies = t->h2d_copies;
-    out->staging_copies = t->staging_copies;
-    out->staging_chunks = t->staging_chunks;
-    out->staging_copy_bytes = t->copy_bytes;
-    out->staging_copy_ns = t->copy_ns;
-    out->staging_thread_ns = t->thread_ns;
+    out->staging_copies = atomic_load_explicit(&t->staging_copies, memory_order_relaxed);
+    out->staging_chunks = atomic_load_explicit(&t->staging_chunks, memory_order_relaxed);
+    out->staging_copy_bytes = atomic_load_explicit(&t->copy_bytes, memory_order_relaxed);
+    out->staging_copy_ns = atomic_load_explicit(&t->copy_ns, memory_order_relaxed);
+    out->staging_thread_ns = atomic_load_explicit(&t->thread_ns, memory_order_relaxed);
     out->registered_bytes = t->reg_bytes;
     out->piecewise = t->piecewise;
     out->streaming = t->stream_width != 0;
-    uint32_t pending = t->filling;
-    for (txn_slot *s = t->staged_head; s; s = s->snext)
-        if (s->done == t->pieces) pending++; /* piecewise: one still filling is counted above */
+    uint32_t pending = 0;
+    if (t->transport == HZ_TXN_THREADED)
+        for (uint32_t k = 0; k < t->nslots; k++) pending += t->slots[k].state == SLOT_FILLING;
     out->fills_pending = pending;
     pthread_mutex_unlock(&t->mu);
 }
 
 void hz_transactor_set_copy_delay(hz_transactor *t, uint32_t usec) {
-    if (!t) return;
-    pthread_mutex_lock(&t->mu);
-    t->copy_delay_us = usec;
-    pthread_mutex_unlock(&t->mu);
+    if (t) atomic_store_explicit(&t->copy_delay_us, usec, memory_order_relaxed);
 }
 
 void hz_transactor_inject(hz_transactor *t, hz_txn_fault point, uint64_t nth, int status) {
     if (!t || (unsigned)point >= HZ_TXN_FAULT_COUNT) return;
-    pthread_mutex_lock(&t->mu);
-    t->fault_at[point] = nth ? t->fault_calls[point] + nth : 0;
-    t->fault_status[point] = status ? status : HZ_EIO;
-    pthread_mutex_unlock(&t->mu);
+    atomic_store_explicit(&t->fault_status[point], status ? status : HZ_EIO, memory_order_relaxed);
+    const uint64_t calls = atomic_load_explicit(&t->fault_calls[point], memory_order_relaxed);
+    atomic_store_explicit(&t->fault_at[point], nth ? calls + nth : 0u, memory_order_release);
 }
