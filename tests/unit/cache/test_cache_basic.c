@@ -662,6 +662,46 @@ static void test_registered_no_staging(void **state) {
     tu_close(c, d, b, hash0);
 }
 
+/* Threaded, more copy threads than CPUs and the smallest pieces: threads are preempted between seeing
+ * a piece left and claiming it, so claims often land on a fill whose pieces are all taken (or on the
+ * next fill of the same slot). Every piece is still copied exactly once (staging_chunks is exact) and
+ * every row holds its blob, whole-blob and piecewise. */
+static void test_threaded_claims_exact(void **state) {
+    (void)state;
+    for (int piecewise = 0; piecewise < 2; piecewise++) {
+        hz_host_backing *b = tu_backing(2, 32, 4, 23);
+        hz_device *d = NULL;
+        assert_int_equal(hz_device_open("cpu", &d), HZ_OK);
+        hz_cache_options o;
+        tu_options(&o, HZ_TRANSPORT_THREADED);
+        o.capacity = 4;
+        o.staging_threads = 8;
+        o.staging_bytes = 3 * tu_row_bytes(b);
+        hz_cache *c = NULL;
+        assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+        hz_transactor *t = hz_cache_transactor(c);
+        assert_int_equal(hz_transactor_set_piece_bytes(t, 64), HZ_OK);
+        if (piecewise) assert_int_equal(hz_transactor_set_piecewise(t, 1), HZ_OK);
+        const uint32_t pieces = piecewise ? 16 : 8; /* 8 threads; piecewise: two waves */
+        const double chunks0 = tu_stat(c, "staging_chunks"), copies0 = tu_stat(c, "staging_copies");
+        const uint32_t rounds = 200;
+        for (uint32_t r = 0; r < rounds; r++) {
+            const uint32_t base = 4 * (r % 8);
+            uint32_t g[4] = {base, base + 1, base + 2, base + 3};
+            tu_acquire_check_release(c, b, r % 2, g, 4);
+        }
+        const double copies = tu_stat(c, "staging_copies") - copies0;
+        assert_true(copies >= 4.0 * (rounds - 16)); /* all but the first rounds of each layer miss all four */
+        assert_true(tu_stat(c, "staging_chunks") - chunks0 == copies * pieces);
+        assert_true(tu_stat(c, "staging_copy_bytes") == tu_stat(c, "staging_copies") * tu_row_bytes(b));
+        assert_int_equal(tu_stat(c, "staging_slots_busy"), 0);
+        tu_check_invariants(c);
+        assert_int_equal(hz_cache_destroy(c), HZ_OK);
+        assert_int_equal(hz_device_close(d), HZ_OK);
+        assert_int_equal(hz_host_backing_close(b), HZ_OK);
+    }
+}
+
 /* Threaded: every blob is split into one piece per thread, the pieces land in staging, every byte is
  * counted once, and the rows hold the backing's bytes. */
 static void test_threaded_pieces(void **state) {
@@ -752,6 +792,7 @@ int main(void) {
         cmocka_unit_test(test_create_errors),
         cmocka_unit_test(test_registered_no_staging),
         cmocka_unit_test(test_threaded_pieces),
+        cmocka_unit_test(test_threaded_claims_exact),
         cmocka_unit_test(test_device_names),
         cmocka_unit_test(test_cpu_backend_events),
         cmocka_unit_test(test_fault_backend_counts),
