@@ -335,6 +335,10 @@ def ceilings_lines(ceil, borrowed):
         rows.append([f"staged round, {e['label']}, {e['threads']} threads, {e['stores']}", fmt(e["bytes"], "{:,.0f}"),
                      fmt(e["gbps"]), f"copy {fmt(e['copy']['gbps'])}, then H2D {fmt(e['h2d']['gbps'])}: "
                                      "a one-blob miss round's bound"])
+    for e in ceil.get("staged_pipelined", []):  # hz-ceilings from 2026-11-30 (fifteenth session) on
+        rows.append([f"pipelined round, {e['label']}, {e['threads']} threads, {e['waves']} waves",
+                     fmt(e["bytes"], "{:,.0f}"), fmt(e["gbps"]),
+                     "each part's H2D as soon as it is in: a one-blob round's bound with piecewise H2D"])
     return out + table(["ceiling", "bytes", "GB/s", "note"], rows)
 
 

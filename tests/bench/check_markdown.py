@@ -77,7 +77,9 @@ def synthetic_ceilings(blob_sizes):
             "host_memcpy_pageable_to_pinned": [{"threads": 1, "bytes": 1 << 29, "gbps": 5.0}],
             "staged_round": [{"label": "blob_test", "bytes": 1 << 20, "threads": 3, "stores": "memcpy",
                               "copy": {"gbps": 30.0}, "h2d": {"gbps": 20.0}, "round": {"gbps": 12.0},
-                              "gbps": 12.0}]}
+                              "gbps": 12.0}],
+            "staged_pipelined": [{"label": "blob_test", "bytes": 1 << 20, "threads": 3, "waves": 4,
+                                  "round": {"gbps": 16.5}, "gbps": 16.5}]}
 
 
 def synthetic_peer(shape):
@@ -218,6 +220,8 @@ def main():
     check("TEST GPU" in sec1 and "borrowed" not in sec1, "ceilings of the same folder not named as such")
     check("staged round, blob_test, 3 threads, memcpy | 1,048,576 | 12.0 | copy 30.0, then H2D 20.0" in sec1,
           "the staged round's row is missing or wrong")
+    check("pipelined round, blob_test, 3 threads, 4 waves | 1,048,576 | 16.5 | each part's H2D" in sec1,
+          "the pipelined round's row is missing or wrong")
     check_figures(figs, named, summaries, ceil, shape["architecture"])
     check_rows(sec1, [f for f in figs if f["model"] == shape["architecture"]])
 
