@@ -596,6 +596,14 @@ static void stage_pool_stop(stage_pool *p) {
     for (unsigned i = 0; i < p->started; i++) pthread_join(p->tid[i], NULL);
 }
 
+/* Round r's pinned slot (8 rotating ones, as the transport's staging slots) and source blob (walking
+ * through --host-bytes, so that it is not in the CPU's caches). */
+static void stage_buffers(const ceil_ctx *c, unsigned r, uint64_t bytes, unsigned char **slot,
+                          const unsigned char **src) {
+    *slot = c->pinned + (r % STAGE_SLOTS) * bytes;
+    *src = c->pageable + (r % (c->o->host_bytes / bytes)) * bytes;
+}
+
 static int measure_staged_size(ceil_ctx *c, stage_pool *pool, const char *label, uint64_t bytes, int streaming,
                                double *t, cJSON *arr) {
     const opts *o = c->o;
@@ -605,7 +613,6 @@ static int measure_staged_size(ceil_ctx *c, stage_pool *pool, const char *label,
         return 1;
     }
     pool->streaming = streaming;
-    const uint64_t nsrc = o->host_bytes / bytes; /* blobs walked through the source, so it is not in cache */
     const unsigned reps = o->repeats;
     double *tc = calloc(reps, sizeof *tc), *th = calloc(reps, sizeof *th);
     if (!tc || !th) {
@@ -615,10 +622,10 @@ static int measure_staged_size(ceil_ctx *c, stage_pool *pool, const char *label,
         return 1;
     }
     int rc = 0;
-    uint64_t k = 0;
-    for (unsigned r = 0; r < o->warmup + reps && !rc; r++, k++) {
-        unsigned char *slot = c->pinned + (k % STAGE_SLOTS) * bytes;
-        const unsigned char *src = c->pageable + (k % nsrc) * bytes;
+    for (unsigned r = 0; r < o->warmup + reps && !rc; r++) {
+        unsigned char *slot;
+        const unsigned char *src;
+        stage_buffers(c, r, bytes, &slot, &src);
         const double t0 = now_s();
         stage_copy_round(pool, slot, src, (size_t)bytes);
         const double t1 = now_s();
@@ -671,13 +678,12 @@ static int measure_pipelined_size(ceil_ctx *c, stage_pool *pool, const char *lab
                                   double *t, cJSON *arr) {
     const opts *o = c->o;
     pool->streaming = 1;
-    const uint64_t nsrc = o->host_bytes / bytes;
     const unsigned reps = o->repeats;
     int rc = 0;
-    uint64_t k = 0;
-    for (unsigned r = 0; r < o->warmup + reps && !rc; r++, k++) {
-        unsigned char *slot = c->pinned + (k % STAGE_SLOTS) * bytes;
-        const unsigned char *src = c->pageable + (k % nsrc) * bytes;
+    for (unsigned r = 0; r < o->warmup + reps && !rc; r++) {
+        unsigned char *slot;
+        const unsigned char *src;
+        stage_buffers(c, r, bytes, &slot, &src);
         const double t0 = now_s();
         stage_start(pool, slot, src, (size_t)bytes, waves);
         for (unsigned w = 0; w < waves && !rc; w++) {

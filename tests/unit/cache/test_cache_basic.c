@@ -662,6 +662,20 @@ static void test_registered_no_staging(void **state) {
     tu_close(c, d, b, hash0);
 }
 
+/* A threaded cache of capacity 4 on a new cpu device (*d) with `threads` copy threads and three staging
+ * slots: an odd slot count, so slots are reused out of step with items. */
+static hz_cache *threaded_cache(hz_host_backing *b, uint32_t threads, hz_device **d) {
+    assert_int_equal(hz_device_open("cpu", d), HZ_OK);
+    hz_cache_options o;
+    tu_options(&o, HZ_TRANSPORT_THREADED);
+    o.capacity = 4;
+    o.staging_threads = threads;
+    o.staging_bytes = 3 * tu_row_bytes(b);
+    hz_cache *c = NULL;
+    assert_int_equal(hz_cache_create(b, *d, &o, &c), HZ_OK);
+    return c;
+}
+
 /* Threaded, more copy threads than CPUs and the smallest pieces: threads are preempted between seeing
  * a piece left and claiming it, so claims often land on a fill whose pieces are all taken (or on the
  * next fill of the same slot). Every piece is still copied exactly once (staging_chunks is exact) and
@@ -671,14 +685,7 @@ static void test_threaded_claims_exact(void **state) {
     for (int piecewise = 0; piecewise < 2; piecewise++) {
         hz_host_backing *b = tu_backing(2, 32, 4, 23);
         hz_device *d = NULL;
-        assert_int_equal(hz_device_open("cpu", &d), HZ_OK);
-        hz_cache_options o;
-        tu_options(&o, HZ_TRANSPORT_THREADED);
-        o.capacity = 4;
-        o.staging_threads = 8;
-        o.staging_bytes = 3 * tu_row_bytes(b);
-        hz_cache *c = NULL;
-        assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+        hz_cache *c = threaded_cache(b, 8, &d);
         hz_transactor *t = hz_cache_transactor(c);
         assert_int_equal(hz_transactor_set_piece_bytes(t, 64), HZ_OK);
         if (piecewise) assert_int_equal(hz_transactor_set_piecewise(t, 1), HZ_OK);
@@ -708,14 +715,7 @@ static void test_threaded_pieces(void **state) {
     (void)state;
     hz_host_backing *b = tu_backing(2, 16, 4, 17);
     hz_device *d = NULL;
-    assert_int_equal(hz_device_open("cpu", &d), HZ_OK);
-    hz_cache_options o;
-    tu_options(&o, HZ_TRANSPORT_THREADED);
-    o.capacity = 4;
-    o.staging_threads = 4;
-    o.staging_bytes = 3 * tu_row_bytes(b); /* an odd slot count: slots are reused out of step with items */
-    hz_cache *c = NULL;
-    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+    hz_cache *c = threaded_cache(b, 4, &d);
     assert_int_equal(tu_stat(c, "staging_threads"), 4);
     /* the initial fill used whole blobs (8 of them, 50 KB < one 256 KiB piece) */
     assert_int_equal(tu_stat(c, "staging_chunks"), 8);
