@@ -518,6 +518,10 @@ static double miss_path_json(cJSON *run, const cache_snap *a, const cache_snap *
     add_opt_delta(sg, "bytes", a, b, "staging_copy_bytes");
     add_opt_delta(sg, "seconds", a, b, "staging_copy_seconds");
     add_opt_rate(sg, "gbps", a, b, "staging_copy_bytes", "staging_copy_seconds");
+    add_opt_delta(sg, "blobs", a, b, "staging_copies");
+    add_opt_delta(sg, "fill_wait_seconds", a, b, "staging_fill_wait_seconds"); /* threaded: see the cache's notes */
+    add_opt_delta(sg, "fill_span_seconds", a, b, "staging_fill_span_seconds");
+    add_opt_delta(sg, "fill_lag_seconds", a, b, "staging_fill_lag_seconds");
     return g;
 }
 

@@ -1069,6 +1069,9 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
         cJSON_AddNullToObject(j, "staging_gbps");
         cJSON_AddNullToObject(j, "staging_gbps_per_thread");
     }
+    cJSON_AddNumberToObject(j, "staging_fill_wait_seconds", (double)ts.fill_wait_ns * 1e-9);
+    cJSON_AddNumberToObject(j, "staging_fill_span_seconds", (double)ts.fill_span_ns * 1e-9);
+    cJSON_AddNumberToObject(j, "staging_fill_lag_seconds", (double)ts.fill_lag_ns * 1e-9);
     cJSON_AddNumberToObject(j, "registered_bytes", (double)ts.registered_bytes);
     add_miss_path(j, xfer_bytes, xfer_ns);
     add_prefetch(j, c->pf.mode, &pf, &pf_gate, pf_ready, pf_pending, pf_error, c->row_bytes);
@@ -1126,6 +1129,12 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
                             "staging_copy_bytes over staging_copy_seconds, the wall time during which at least "
                             "one staging copy ran (per thread: over the copies' summed durations); null without "
                             "a staging copy");
+    cJSON_AddStringToObject(notes, "staging_fill",
+                            "threaded, summed over the blobs staged (staging_copies): staging_fill_wait_seconds from "
+                            "a blob's hand-out to the copy threads to its first piece's start, "
+                            "staging_fill_span_seconds from there to its last piece's end, "
+                            "staging_fill_lag_seconds from there to its H2D (piecewise: its last run) being "
+                            "enqueued; 0 for the other transports");
     cJSON_AddStringToObject(notes, "miss_transfer",
                             "miss_transfer_bytes: bytes of every successful miss round (demand rounds and prefetch "
                             "loads; not the initial fill, not failed rounds); miss_transfer_seconds: the sum over "

@@ -45,8 +45,9 @@ typedef struct txn_slot {
     _Atomic uint64_t first_ns; /* earliest start and latest end of its pieces' copies */
     _Atomic uint64_t last_ns;
     /* threaded, the loading thread's own */
-    uint32_t pieces; /* of this fill */
-    uint32_t sent;   /* piecewise: pieces whose H2D is enqueued */
+    uint32_t pieces;     /* of this fill */
+    uint32_t sent;       /* piecewise: pieces whose H2D is enqueued */
+    uint64_t handout_ns; /* when the fill was handed out */
 } txn_slot;
 
 struct hz_transactor {
@@ -75,6 +76,7 @@ struct hz_transactor {
 
     /* Written by the copy threads without a lock. */
     _Atomic uint64_t staging_copies, staging_chunks, copy_bytes, copy_ns, thread_ns;
+    _Atomic uint64_t fill_wait_ns, fill_span_ns, fill_lag_ns; /* threaded; written by the loading thread */
     _Atomic uint32_t copy_delay_us; /* test knob */
     _Atomic uint64_t fault_at[HZ_TXN_FAULT_COUNT];
     _Atomic int fault_status[HZ_TXN_FAULT_COUNT];
@@ -728,6 +730,16 @@ static void count_fill(hz_transactor *t, txn_slot *s) {
     if (last > from) atomic_fetch_add_explicit(&t->copy_ns, last - from, memory_order_relaxed);
     if (last > t->copy_until) t->copy_until = last;
     atomic_fetch_add_explicit(&t->staging_copies, 1u, memory_order_relaxed);
+    if (first <= last) { /* a fill with at least one piece copied */
+        if (first > s->handout_ns) atomic_fetch_add_explicit(&t->fill_wait_ns, first - s->handout_ns, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->fill_span_ns, last - first, memory_order_relaxed);
+    }
+}
+
+/* After fill s's (last) H2D was enqueued: the loading thread's reaction to its last piece. */
+static void count_lag(hz_transactor *t, const txn_slot *s) {
+    const uint64_t last = atomic_load_explicit(&s->last_ns, memory_order_relaxed), now = now_ns();
+    if (now > last) atomic_fetch_add_explicit(&t->fill_lag_ns, now - last, memory_order_relaxed);
 }
 
 /* Moves fill `s` on as far as its pieces allow: a finished fill's H2D is enqueued (piecewise: each run
@@ -758,6 +770,7 @@ static int advance_fill(hz_transactor *t, txn_slot *s, const hz_txn_item *items,
         count_fill(t, s);
         st = finish_pieces(t, s, it);
         if (st != HZ_OK) return st;
+        count_lag(t, s);
     } else {
         if (done < s->pieces) {
             *waiting = 1;
@@ -769,6 +782,7 @@ static int advance_fill(hz_transactor *t, txn_slot *s, const hz_txn_item *items,
         pthread_mutex_unlock(&t->mu);
         int st = h2d_from_slot(t, s, it, issued);
         if (st != HZ_OK) return st;
+        count_lag(t, s);
     }
     (*enqueued)++;
     *progress = 1;
@@ -794,6 +808,7 @@ static uint32_t filling_by_order(hz_transactor *t) {
 /* Hands items from *next on to idle slots (their pieces to the copy threads); returns how many. */
 static uint32_t hand_out(hz_transactor *t, const hz_txn_item *items, uint32_t *next, uint32_t limit, int *st) {
     uint32_t handed = 0;
+    const uint64_t now = now_ns();
     for (uint32_t k = 0; k < t->nslots && *next < limit; k++) {
         txn_slot *f = &t->slots[k];
         if (f->state != SLOT_IDLE) continue;
@@ -807,6 +822,7 @@ static uint32_t hand_out(hz_transactor *t, const hz_txn_item *items, uint32_t *n
         f->item = (*next)++;
         f->pieces = t->pieces;
         f->sent = 0;
+        f->handout_ns = now;
         atomic_store_explicit(&f->done, 0u, memory_order_relaxed);
         atomic_store_explicit(&f->status, HZ_OK, memory_order_relaxed);
         atomic_store_explicit(&f->landed, 0u, memory_order_relaxed);
@@ -994,6 +1010,9 @@ void hz_transactor_stats(hz_transactor *t, hz_txn_stats *out) {
     out->staging_copy_bytes = atomic_load_explicit(&t->copy_bytes, memory_order_relaxed);
     out->staging_copy_ns = atomic_load_explicit(&t->copy_ns, memory_order_relaxed);
     out->staging_thread_ns = atomic_load_explicit(&t->thread_ns, memory_order_relaxed);
+    out->fill_wait_ns = atomic_load_explicit(&t->fill_wait_ns, memory_order_relaxed);
+    out->fill_span_ns = atomic_load_explicit(&t->fill_span_ns, memory_order_relaxed);
+    out->fill_lag_ns = atomic_load_explicit(&t->fill_lag_ns, memory_order_relaxed);
     out->registered_bytes = t->reg_bytes;
     out->piecewise = t->piecewise;
     out->streaming = t->stream_width != 0;

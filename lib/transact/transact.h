@@ -108,6 +108,10 @@ typedef struct hz_txn_stats {
     uint64_t staging_copy_bytes;  /* bytes copied backing -> staging */
     uint64_t staging_copy_ns;     /* wall time during which at least one staging copy ran */
     uint64_t staging_thread_ns;   /* the copies' durations summed over threads */
+    /* threaded, summed over finished fills (one per blob): from the hand-out to the first piece's start
+     * (the threads' reaction), from it to the last piece's end (the copy), and from that to the blob's
+     * (piecewise: last run's) H2D being enqueued (the loading thread's reaction); 0 for the others */
+    uint64_t fill_wait_ns, fill_span_ns, fill_lag_ns;
     uint64_t registered_bytes;    /* bytes registered for direct DMA (registered), else 0 */
     uint32_t fills_pending;       /* threaded: blobs handed to the copy threads and not yet taken back by
                                      the loading thread (0 whenever no load runs) */

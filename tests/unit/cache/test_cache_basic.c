@@ -731,6 +731,11 @@ static void test_threaded_pieces(void **state) {
     assert_int_equal(tu_stat(c, "h2d_copies"), 20);
     assert_true(tu_stat(c, "staging_high_water") <= 3 * tu_row_bytes(b));
     assert_true(tu_stat(c, "staging_gbps") > 0);
+    /* 12 blobs of 4 pieces, every H2D delayed 300 us: the copies take time, and so do the threads'
+     * reaction to a hand-out and the loading thread's to a blob's last piece */
+    assert_true(tu_stat(c, "staging_fill_wait_seconds") > 0);
+    assert_true(tu_stat(c, "staging_fill_span_seconds") > 0);
+    assert_true(tu_stat(c, "staging_fill_lag_seconds") > 0);
     assert_int_equal(tu_stat(c, "staging_slots_busy"), 0);
     assert_int_equal(tu_stat(c, "expert_d2h_bytes"), 0);
     tu_check_invariants(c);

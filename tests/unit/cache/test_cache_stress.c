@@ -252,6 +252,15 @@ static void stress(uint32_t capacity, uint32_t spare, uint32_t staging_blobs, in
         assert_int_equal(tu_stat(r->c, "staging_copies"), tu_stat(r->c, "h2d_copies"));
         assert_int_equal(tu_stat(r->c, "staging_copy_bytes"), tu_stat(r->c, "h2d_bytes"));
     }
+    if ((transport & ~TU_PIECEWISE) == HZ_TRANSPORT_THREADED) {
+        /* each blob's copy took time, and so did the reaction to its last piece */
+        assert_true(tu_stat(r->c, "staging_fill_span_seconds") > 0);
+        assert_true(tu_stat(r->c, "staging_fill_lag_seconds") > 0);
+    } else {
+        assert_true(tu_stat(r->c, "staging_fill_wait_seconds") == 0);
+        assert_true(tu_stat(r->c, "staging_fill_span_seconds") == 0);
+        assert_true(tu_stat(r->c, "staging_fill_lag_seconds") == 0);
+    }
     tu_check_invariants(r->c);
     /* one more miss retires every old generation (all consumers are done): no victim stays pending */
     uint32_t g[TOPK];
