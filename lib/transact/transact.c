@@ -777,10 +777,7 @@ static int advance_fill(hz_transactor *t, txn_slot *s, const hz_txn_item *items,
             return HZ_OK;
         }
         count_fill(t, s);
-        pthread_mutex_lock(&t->mu);
-        set_state_locked(t, s, SLOT_STAGED);
-        pthread_mutex_unlock(&t->mu);
-        int st = h2d_from_slot(t, s, it, issued);
+        int st = h2d_from_slot(t, s, it, issued); /* FILLING -> COPYING (IDLE if refused) */
         if (st != HZ_OK) return st;
         count_lag(t, s);
     }
@@ -866,8 +863,7 @@ static void take_back_fills(hz_transactor *t) {
     if (!t->piecewise) {
         pthread_mutex_lock(&t->mu);
         for (uint32_t k = 0; k < t->nslots; k++)
-            if (t->slots[k].state == SLOT_FILLING || t->slots[k].state == SLOT_STAGED)
-                set_state_locked(t, &t->slots[k], SLOT_IDLE);
+            if (t->slots[k].state == SLOT_FILLING) set_state_locked(t, &t->slots[k], SLOT_IDLE);
         pthread_mutex_unlock(&t->mu);
     }
 }
@@ -915,12 +911,7 @@ static int load_threaded(hz_transactor *t, const hz_txn_item *items, uint32_t n,
         st = retire_slot(t, oldest, (uint32_t)(oldest - t->slots));
         if (st == HZ_OK) res->copies_done++;
     }
-    if (st != HZ_OK) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", hz_last_error_message());
-        take_back_fills(t);
-        hz_error(st, "%s", msg);
-    }
+    if (st != HZ_OK) take_back_fills(t); /* sets no error: the failure's message stays */
     pthread_mutex_lock(&t->mu);
     t->cur_items = NULL;
     pthread_mutex_unlock(&t->mu);
