@@ -336,9 +336,15 @@ def ceilings_lines(ceil, borrowed):
                      fmt(e["gbps"]), f"copy {fmt(e['copy']['gbps'])}, then H2D {fmt(e['h2d']['gbps'])}: "
                                      "a one-blob miss round's bound"])
     for e in ceil.get("staged_pipelined", []):  # hz-ceilings from 2026-11-30 (fifteenth session) on
-        rows.append([f"pipelined round, {e['label']}, {e['threads']} threads, {e['waves']} waves",
-                     fmt(e["bytes"], "{:,.0f}"), fmt(e["gbps"]),
-                     "each part's H2D as soon as it is in: a one-blob round's bound with piecewise H2D"])
+        blobs = e.get("blobs", 1)  # from the sixteenth session on
+        if blobs == 1:
+            rows.append([f"pipelined round, {e['label']}, {e['threads']} threads, {e['waves']} waves",
+                         fmt(e["bytes"], "{:,.0f}"), fmt(e["gbps"]),
+                         "each part's H2D as soon as it is in: a one-blob round's bound with piecewise H2D"])
+        else:
+            rows.append([f"pipelined round, {blobs} x {e['label']}, {e['threads']} threads, {e['waves']} waves each",
+                         fmt(e["bytes"], "{:,.0f}"), fmt(e["gbps"]),
+                         f"each blob's H2D while the next is copied: a {blobs}-blob round's bound"])
     return out + table(["ceiling", "bytes", "GB/s", "note"], rows)
 
 

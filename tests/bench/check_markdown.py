@@ -79,7 +79,9 @@ def synthetic_ceilings(blob_sizes):
                               "copy": {"gbps": 30.0}, "h2d": {"gbps": 20.0}, "round": {"gbps": 12.0},
                               "gbps": 12.0}],
             "staged_pipelined": [{"label": "blob_test", "bytes": 1 << 20, "threads": 3, "waves": 4,
-                                  "round": {"gbps": 16.5}, "gbps": 16.5}]}
+                                  "round": {"gbps": 16.5}, "gbps": 16.5},
+                                 {"label": "blob_test", "bytes": 8 << 20, "blobs": 8, "threads": 3, "waves": 1,
+                                  "round": {"gbps": 24.5}, "gbps": 24.5}]}
 
 
 def synthetic_peer(shape):
@@ -222,6 +224,8 @@ def main():
           "the staged round's row is missing or wrong")
     check("pipelined round, blob_test, 3 threads, 4 waves | 1,048,576 | 16.5 | each part's H2D" in sec1,
           "the pipelined round's row is missing or wrong")
+    check("pipelined round, 8 x blob_test, 3 threads, 1 waves each | 8,388,608 | 24.5 | each blob's H2D while"
+          in sec1, "the multi-blob pipelined round's row is missing or wrong")
     check_figures(figs, named, summaries, ceil, shape["architecture"])
     check_rows(sec1, [f for f in figs if f["model"] == shape["architecture"]])
 

@@ -30,6 +30,9 @@
  *   pipelined      the staged round with streaming stores and the blob in 1, 2, 4 or 8 consecutive
  *                  parts, each part's H2D enqueued as soon as the threads have copied it (the
  *                  transport's piecewise H2D without its bookkeeping); wall time to the stream's end.
+ *                  Then streams of 2, 4 and 8 blobs, one after the other: each blob's H2D is
+ *                  enqueued as soon as it is in, while the threads copy the next one (a multi-blob
+ *                  miss round without bookkeeping; the copies and the DMA share the host's memory).
  *
  * Exit status 0 when every measurement ran and every check passed; 1 otherwise, with a message that
  * names the failing CUDA call. */
@@ -512,7 +515,7 @@ static int measure_host_memcpy(ceil_ctx *c, double *t, cJSON *root) {
 
 #define STAGE_SLOTS 8u
 #define STAGE_MAX_THREADS 64u
-#define STAGE_MAX_WAVES 8u
+#define STAGE_MAX_WAVES 64u
 
 /* Threads that poll for a new round (gen) and copy their contiguous piece of it, as the transport's
  * copy threads do between the rounds of a decode. The blob is copied in `waves` consecutive parts, each
@@ -670,23 +673,29 @@ static int measure_staged_size(ceil_ctx *c, stage_pool *pool, const char *label,
     return rc;
 }
 
-/* The pipelined round: the blob in `waves` parts; the H2D of each part is enqueued as soon as every
- * thread has copied its piece of it, so the copy of the next part overlaps it. Wall time from the
- * round's start to the stream's completion, which is what a one-blob miss round with piecewise H2D
- * pays at best. Streaming stores. */
-static int measure_pipelined_size(ceil_ctx *c, stage_pool *pool, const char *label, uint64_t bytes, unsigned waves,
-                                  double *t, cJSON *arr) {
+/* The pipelined round: `blobs` expert blobs back to back, each in `waves` parts; the H2D of each part is
+ * enqueued as soon as every thread has copied its piece of it, so the copy of the next part overlaps
+ * it. Wall time from the round's start to the stream's completion, which is what a miss round of
+ * `blobs` blobs with piecewise H2D (waves > 1) or per-blob H2D (waves 1) pays at best. Streaming
+ * stores. The blobs lie one after the other in the pinned buffer and in the source. */
+static int measure_pipelined_size(ceil_ctx *c, stage_pool *pool, const char *label, uint64_t bytes, unsigned blobs,
+                                  unsigned waves, double *t, cJSON *arr) {
     const opts *o = c->o;
+    const uint64_t total = bytes * blobs, sources = o->host_bytes / bytes;
+    if (blobs * waves > STAGE_MAX_WAVES || total > c->pinned_bytes || total > o->hbm_bytes || sources < 2u * blobs) {
+        fprintf(stderr, "hz-ceilings: pipelined round %s x %u: needs --host-bytes and --hbm-bytes of at least %llu\n",
+                label, blobs, (unsigned long long)(2u * total));
+        return 1;
+    }
     pool->streaming = 1;
     const unsigned reps = o->repeats;
     int rc = 0;
     for (unsigned r = 0; r < o->warmup + reps && !rc; r++) {
-        unsigned char *slot;
-        const unsigned char *src;
-        stage_buffers(c, r, bytes, &slot, &src);
+        unsigned char *slot = c->pinned + (r % 2u) * (c->pinned_bytes / 2u >= total ? total : 0u);
+        const unsigned char *src = c->pageable + ((uint64_t)r * blobs % (sources - blobs)) * bytes;
         const double t0 = now_s();
-        stage_start(pool, slot, src, (size_t)bytes, waves);
-        for (unsigned w = 0; w < waves && !rc; w++) {
+        stage_start(pool, slot, src, (size_t)total, blobs * waves);
+        for (unsigned w = 0; w < blobs * waves && !rc; w++) {
             size_t from, to;
             stage_wave(pool, w, &from, &to);
             while (atomic_load_explicit(&pool->wave_done[w], memory_order_acquire) < pool->n) {
@@ -698,8 +707,8 @@ static int measure_pipelined_size(ceil_ctx *c, stage_pool *pool, const char *lab
         if (!rc) rc = CK(cudaStreamSynchronize(c->stream));
         const double t1 = now_s();
         stage_wait(pool);
-        if (!rc && memcmp(slot, src, (size_t)bytes) != 0) {
-            fprintf(stderr, "hz-ceilings: pipelined round %s: slot differs from its source\n", label);
+        if (!rc && memcmp(slot, src, (size_t)total) != 0) {
+            fprintf(stderr, "hz-ceilings: pipelined round %s x %u: staging differs from its source\n", label, blobs);
             rc = 1;
         }
         if (r >= o->warmup) t[r - o->warmup] = t1 - t0;
@@ -709,14 +718,15 @@ static int measure_pipelined_size(ceil_ctx *c, stage_pool *pool, const char *lab
     cJSON *j = cJSON_CreateObject();
     if (!j) return 1;
     cJSON_AddStringToObject(j, "label", label);
-    cJSON_AddNumberToObject(j, "bytes", (double)bytes);
+    cJSON_AddNumberToObject(j, "bytes", (double)total);
+    cJSON_AddNumberToObject(j, "blobs", blobs);
     cJSON_AddNumberToObject(j, "threads", pool->n);
     cJSON_AddNumberToObject(j, "waves", waves);
-    cJSON_AddItemToObject(j, "round", summary_json(sr, bytes));
-    cJSON_AddNumberToObject(j, "gbps", gbps(bytes, sr.median_s));
+    cJSON_AddItemToObject(j, "round", summary_json(sr, total));
+    cJSON_AddNumberToObject(j, "gbps", gbps(total, sr.median_s));
     cJSON_AddItemToArray(arr, j);
-    fprintf(g_out, "pipelined round %-13s %9llu B %2u threads %u waves  round %7.1f us: %6.1f GB/s\n", label,
-            (unsigned long long)bytes, pool->n, waves, sr.median_s * 1e6, gbps(bytes, sr.median_s));
+    fprintf(g_out, "pipelined round %-13s x %u %9llu B %2u threads %u waves  round %7.1f us: %6.1f GB/s\n", label,
+            blobs, (unsigned long long)total, pool->n, waves, sr.median_s * 1e6, gbps(total, sr.median_s));
     return 0;
 }
 
@@ -750,10 +760,14 @@ static int measure_staged(ceil_ctx *c, double *t, cJSON *root) {
                 rc = measure_staged_size(c, &pool, sizes[i].label, sizes[i].bytes, streaming, t, arr);
         cJSON *pipe = cJSON_AddArrayToObject(root, "staged_pipelined");
         if (!pipe) rc = 1;
-        static const unsigned waves[] = {1, 2, 4, 8};
+        /* One blob in 1-8 parts (piecewise H2D), then 2-8 blobs sent whole (a multi-blob round). */
+        static const struct {
+            unsigned blobs, waves;
+        } shapes[] = {{1, 1}, {1, 2}, {1, 4}, {1, 8}, {2, 1}, {4, 1}, {8, 1}};
         for (size_t i = 0; i < sizeof sizes / sizeof *sizes && !rc; i++)
-            for (size_t w = 0; w < sizeof waves / sizeof *waves && !rc; w++)
-                rc = measure_pipelined_size(c, &pool, sizes[i].label, sizes[i].bytes, waves[w], t, pipe);
+            for (size_t w = 0; w < sizeof shapes / sizeof *shapes && !rc; w++)
+                rc = measure_pipelined_size(c, &pool, sizes[i].label, sizes[i].bytes, shapes[w].blobs,
+                                            shapes[w].waves, t, pipe);
     }
     stage_pool_stop(&pool);
     cJSON_AddStringToObject(root, "staged_round_definition",
@@ -765,11 +779,12 @@ static int measure_staged(ceil_ctx *c, double *t, cJSON *root) {
                             "miss round of the threaded transport without its bookkeeping. Each slot is "
                             "compared with its source");
     cJSON_AddStringToObject(root, "staged_pipelined_definition",
-                            "the staged round with streaming stores, the blob copied in `waves` consecutive parts "
-                            "(each split over the threads) and the H2D of each part enqueued as soon as it is "
-                            "in, so copies and H2D overlap; wall time from the round's start to the stream's "
-                            "completion: the one-blob miss round of the threaded transport with piecewise H2D "
-                            "and no bookkeeping. waves 1 is the staged round timed the same way");
+                            "the staged round with streaming stores for `blobs` blobs back to back, each copied "
+                            "in `waves` consecutive parts (each split over the threads) and the H2D of each part "
+                            "enqueued as soon as it is in, so copies and H2D overlap; wall time from the round's "
+                            "start to the stream's completion: a miss round of `blobs` blobs of the threaded "
+                            "transport (piecewise H2D when waves > 1) without its bookkeeping. blobs 1, waves 1 "
+                            "is the staged round timed the same way; bytes are all the round's blobs");
     return rc;
 }
 
@@ -862,7 +877,8 @@ static void usage(FILE *f) {
             "expert blob and at 256 MiB (single copy and a burst), pageable H2D, and pageable -> pinned host\n"
             "memcpy on N threads, and a staged round (one expert blob copied pageable -> pinned by --stage-threads\n"
             "polling threads, default 3/4 of the CPUs at most 12, with memcpy and with streaming stores, then\n"
-            "sent H2D), and pipelined rounds (the blob in 1, 2, 4, 8 parts, each sent H2D as soon as it is in).\n"
+            "sent H2D), and pipelined rounds (the blob in 1, 2, 4, 8 parts, or 2, 4, 8 blobs back to back, each\n"
+            "part or blob sent H2D as soon as it is in).\n"
             "Medians after warm-up; every measurement is checked. --quick: 5 repeats,\n"
             "1 warm-up, 256 MiB device buffers, 64 MiB host (plumbing only, never a figure). --json '-' prints\n"
             "the report on stdout and the table on stderr.\n");
