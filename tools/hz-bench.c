@@ -889,10 +889,11 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
     char res_label[32];
     snprintf(res_label, sizeof res_label, "c%u/%u", res_eff, experts);
     cJSON_AddStringToObject(label, "residency", res_label);
-    /* the threaded transport's piecewise H2D (HZ_TXN_PIECEWISE=1) is labelled apart: its figures differ */
+    /* the threaded transport with whole-blob H2D (HZ_TXN_PIECEWISE=0; piecewise is its default) is
+     * labelled apart: its figures differ */
     const char *tname = json_str(s_end.raw, "transport", "UNKNOWN");
     const int pw = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s_end.raw, "staging_piecewise"));
-    cJSON_AddStringToObject(label, "transport", pw && strcmp(tname, "threaded") == 0 ? "threaded-piecewise" : tname);
+    cJSON_AddStringToObject(label, "transport", !pw && strcmp(tname, "threaded") == 0 ? "threaded-whole" : tname);
     cJSON_AddStringToObject(label, "prefetch", json_str(s_end.raw, "prefetch", "UNKNOWN"));
     cJSON_AddStringToObject(label, "eviction", json_str(s_end.raw, "eviction", "UNKNOWN"));
     cJSON_AddStringToObject(label, "initial_placement", "canonical");

@@ -307,10 +307,13 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
         if (o.staging_threads > 256)
             return hz_error(HZ_EINVAL, "staging_threads %u is above 256", o.staging_threads);
         tc.threads = o.staging_threads;
-        /* Piecewise H2D (transact.h) stays opt-in, HZ_TXN_PIECEWISE=1: on the H200 host it measured
-         * slower than whole-blob H2D (doc/benchmarks.md, seventh and ninth rounds). */
+        /* Piecewise H2D (transact.h) by default, HZ_TXN_PIECEWISE=0 for whole-blob H2D: with the
+         * copy threads' lock-free hand-over, two waves beat whole blobs in four rounds of four (OLMoE
+         * c30 on the H200 host, miss path 61.0-62.6% of pinned H2D against 58.3-59.2%, decode 933-945
+         * tok/s against 882-938; doc/benchmarks.md, sixteenth round). Before streaming stores and
+         * that hand-over it had measured slower (seventh and ninth rounds). */
         const char *pw = getenv("HZ_TXN_PIECEWISE");
-        tc.piecewise = pw && strcmp(pw, "1") == 0;
+        tc.piecewise = !(pw && strcmp(pw, "0") == 0);
         hz_env_u32("HZ_TXN_WAVES", 1, 64, &tc.waves); /* piecewise: runs per blob (default 2) */
         /* The copy threads poll for 3 ms after their last piece, and the loading thread for its fills,
          * before sleeping. Waking a sleeping thread costs tens of microseconds on the GPU host (a
@@ -1112,14 +1115,14 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
                                 ? "registered: the backing's routed region is registered for direct DMA; H2D "
                                   "copies read it, no staging copy is made (staging figures stay 0)"
                                 : ts.transport == HZ_TXN_THREADED
-                                      ? (ts.piecewise ? "threaded, piecewise (HZ_TXN_PIECEWISE=1): backing -> pinned "
+                                      ? (ts.piecewise ? "threaded, piecewise (the default): backing -> pinned "
                                                         "staging copies run on staging_threads threads in waves of "
                                                         "one piece per thread, and each blob goes to the device in "
                                                         "order, a run of landed pieces at a time once the run holds "
                                                         "a wave's share (HZ_TXN_WAVES, default 2)"
-                                                      : "threaded: backing -> pinned staging copies run on "
-                                                        "staging_threads threads, blobs split in staging_chunks "
-                                                        "pieces")
+                                                      : "threaded, whole blobs (HZ_TXN_PIECEWISE=0): backing -> "
+                                                        "pinned staging copies run on staging_threads threads, "
+                                                        "blobs split in staging_chunks pieces, one H2D per blob")
                                       : "serial: the acquiring thread copies backing -> pinned staging");
     cJSON_AddStringToObject(notes, "staging_streaming",
                             "the backing -> staging copies write with streaming (non-temporal) stores, which "

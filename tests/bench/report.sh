@@ -1,6 +1,6 @@
 #!/bin/sh
 # scripts/bench end to end on the cpu backend (tiny models, --quick, every step that runs without a GPU,
-# every transport, threaded-piecewise and threaded+prefetch included), its reports checked by check_report.py, then
+# every transport, threaded-whole and threaded+prefetch included), its reports checked by check_report.py, then
 # scripts/bench_report.py checked by check_markdown.py (figures recomputed, insertion idempotent).
 # usage: report.sh SOURCE_ROOT BUILD_ROOT CHECK_REPORT_PY CHECK_MARKDOWN_PY
 set -eu
@@ -13,14 +13,14 @@ fail() { echo "report: FAIL: $*" >&2; exit 1; }
 
 bash "$src/scripts/bench" --tiny --device cpu --executors reference --quick --build "$build" --work "$w/work" \
     --out "$w/out" --models olmoe,qwen --steps models,ceilings,peer,sweep,transports,table,report \
-    --transports serial,threaded,threaded-piecewise,registered,threaded+prefetch --transport-residency 4 \
+    --transports serial,threaded,threaded-whole,registered,threaded+prefetch --transport-residency 4 \
     >"$w/log.txt" 2>&1 ||
     { tail -40 "$w/log.txt"; fail "scripts/bench exited $?"; }
 tail -12 "$w/log.txt"
 for f in env.json model-olmoe.json model-qwen.json benchmarks-section.md figures.json \
          bench-olmoe-reference-threaded-quick-tiny.json bench-qwen-reference-threaded-quick-tiny.json \
          xport-olmoe-reference-c4-serial-quick-tiny.json xport-olmoe-reference-c4-registered-quick-tiny.json \
-         xport-olmoe-reference-c4-threaded-piecewise-quick-tiny.json \
+         xport-olmoe-reference-c4-threaded-whole-quick-tiny.json \
          xport-olmoe-reference-c4-threaded+prefetch-quick-tiny.json; do
     [ -f "$w/out/$f" ] || fail "scripts/bench left no $f"
 done
@@ -31,8 +31,8 @@ python3 "$check" "$w/out/bench-olmoe-reference-threaded-quick-tiny.json" --promp
     --warmup 4 --resident 4,6,8 --transport threaded
 python3 "$check" "$w/out/xport-olmoe-reference-c4-registered-quick-tiny.json" --prompts 2 --blocks 1 --tokens 16 \
     --warmup 4 --resident 4 --transport registered
-python3 "$check" "$w/out/xport-olmoe-reference-c4-threaded-piecewise-quick-tiny.json" --prompts 2 --blocks 1 \
-    --tokens 16 --warmup 4 --resident 4 --transport threaded-piecewise
+python3 "$check" "$w/out/xport-olmoe-reference-c4-threaded-whole-quick-tiny.json" --prompts 2 --blocks 1 \
+    --tokens 16 --warmup 4 --resident 4 --transport threaded-whole
 python3 "$check" "$w/out/xport-olmoe-reference-c4-threaded+prefetch-quick-tiny.json" --prompts 2 --blocks 1 \
     --tokens 16 --warmup 4 --resident 4 --transport threaded --prefetch
 grep -q '| threaded+prefetch |' "$w/out/benchmarks-section.md" || fail "the report has no threaded+prefetch row"

@@ -144,7 +144,8 @@ static inline void tu_close(hz_cache *c, hz_device *d, hz_host_backing *b, uint6
 /* Every cache scenario runs once per transport. The cmocka initial state of a test is a pointer into
  * this array. */
 /* The tests' fourth transport: threaded with piecewise H2D (hz_txn_config.piecewise), which the cache
- * takes from HZ_TXN_PIECEWISE; here tu_after_create turns it on. Compares unequal to every
+ * takes from HZ_TXN_PIECEWISE (on unless it is 0); tu_after_create sets it on for this one and off for
+ * "threaded", so that both the whole-blob and the piecewise hand-over are tested. Compares unequal to every
  * HZ_TRANSPORT_*, so a test's "registered or not" checks treat it as the threaded transport it is. */
 #define TU_PIECEWISE 0x100
 #define TU_THREADED_PIECEWISE (HZ_TRANSPORT_THREADED | TU_PIECEWISE)
@@ -171,14 +172,13 @@ static inline void tu_options(hz_cache_options *o, int transport) {
 
 /* Right after hz_cache_create: a threaded cache splits even the tests' small blobs into one piece per
  * thread (production pieces are at least 256 KiB), or, piecewise, into two per thread. Generation
- * 1 was loaded with whole blobs. */
+ * 1 was loaded with the cache's default (piecewise unless HZ_TXN_PIECEWISE=0). */
 static inline void tu_after_create(hz_cache *c) {
     hz_transactor *t = hz_cache_transactor(c);
     hz_txn_stats ts;
     hz_transactor_stats(t, &ts);
     if (ts.transport == HZ_TXN_THREADED) assert_int_equal(hz_transactor_set_piece_bytes(t, 1024), HZ_OK);
-    if (ts.transport == HZ_TXN_THREADED && tu_piecewise_next)
-        assert_int_equal(hz_transactor_set_piecewise(t, 1), HZ_OK);
+    if (ts.transport == HZ_TXN_THREADED) assert_int_equal(hz_transactor_set_piecewise(t, tu_piecewise_next), HZ_OK);
     tu_piecewise_next = 0;
 }
 

@@ -115,6 +115,7 @@ static void test_threaded_piece_fails_others_in_flight(void **state) {
     assert_int_equal(hz_cache_create(f->b, f->d, &o, &f->c), HZ_OK);
     /* one piece per thread (3) for each blob, each taking 3 ms: when the first blob's second piece
      * fails, pieces of the other blobs are being copied and more wait in the queue */
+    assert_int_equal(hz_transactor_set_piecewise(hz_cache_transactor(f->c), 0), HZ_OK);
     assert_int_equal(hz_transactor_set_piece_bytes(hz_cache_transactor(f->c), 64), HZ_OK);
     hz_transactor_set_copy_delay(hz_cache_transactor(f->c), 3000);
     hz_transactor_inject(hz_cache_transactor(f->c), HZ_TXN_FAULT_STAGING_COPY, 2, HZ_EIO);
