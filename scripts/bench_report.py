@@ -335,8 +335,8 @@ def ceilings_lines(ceil, borrowed):
         rows.append([f"staged round, {e['label']}, {e['threads']} threads, {e['stores']}", fmt(e["bytes"], "{:,.0f}"),
                      fmt(e["gbps"]), f"copy {fmt(e['copy']['gbps'])}, then H2D {fmt(e['h2d']['gbps'])}: "
                                      "a one-blob miss round's bound"])
-    for e in ceil.get("staged_pipelined", []):  # hz-ceilings from 2026-11-30 (fifteenth session) on
-        blobs = e.get("blobs", 1)  # from the sixteenth session on
+    for e in ceil.get("staged_pipelined", []):  # hz-ceilings from 2026-11-30 on
+        blobs = e.get("blobs", 1)  # hz-ceilings from 2026-11-30 (fifteenth round) on
         if blobs == 1:
             rows.append([f"pipelined round, {e['label']}, {e['threads']} threads, {e['waves']} waves",
                          fmt(e["bytes"], "{:,.0f}"), fmt(e["gbps"]),
@@ -344,7 +344,7 @@ def ceilings_lines(ceil, borrowed):
         else:
             rows.append([f"pipelined round, {blobs} x {e['label']}, {e['threads']} threads, {e['waves']} waves each",
                          fmt(e["bytes"], "{:,.0f}"), fmt(e["gbps"]),
-                         f"each blob's H2D while the next is copied: a {blobs}-blob round's bound"])
+                         f"each blob's H2D while the next is copied: the bound of a round of {blobs} blobs"])
     return out + table(["ceiling", "bytes", "GB/s", "note"], rows)
 
 

@@ -310,7 +310,7 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
         /* Piecewise H2D (transact.h) by default, HZ_TXN_PIECEWISE=0 for whole-blob H2D: with the
          * copy threads' lock-free hand-over, two waves beat whole blobs in four rounds of four (OLMoE
          * c30 on the H200 host, miss path 61.0-62.6% of pinned H2D against 58.3-59.2%, decode 933-945
-         * tok/s against 882-938; doc/benchmarks.md, sixteenth round). Before streaming stores and
+         * tok/s against 882-938; doc/benchmarks.md, fifteenth round). Before streaming stores and
          * that hand-over it had measured slower (seventh and ninth rounds). */
         const char *pw = getenv("HZ_TXN_PIECEWISE");
         tc.piecewise = !(pw && strcmp(pw, "0") == 0);
