@@ -145,6 +145,47 @@ def pick_h2d(ceil, blob_bytes):
     return None, f"no pinned H2D figure at {blob_bytes} B"
 
 
+def staged_round_seconds(ceil, blob_bytes, piecewise):
+    """{blobs: seconds} of hz-ceilings' pipelined rounds at this blob size: the one-blob round in the
+    transport's form (two parts when piecewise, the default, else whole), and the 2-, 4- and 8-blob rounds
+    (each blob sent whole as soon as it is in). None when a point is missing."""
+    pts = {}
+    for e in (ceil or {}).get("staged_pipelined", []):
+        n = e.get("blobs", 1)
+        if e.get("bytes") != n * blob_bytes or not is_num(e.get("gbps")) or e["gbps"] <= 0:
+            continue
+        if n == 1:
+            if e.get("waves") != (2 if piecewise else 1):
+                continue
+        elif n not in (2, 4, 8) or e.get("waves") != 1:
+            continue
+        pts[n] = n * blob_bytes / (e["gbps"] * 1e9)
+    return pts if len(pts) == 4 else None
+
+
+def staged_bound_gbps(ceil, blob_bytes, piecewise, rounds):
+    """The best rate the threaded transport could reach on this window's rounds ([[blobs, rounds], ...]),
+    each round at the time hz-ceilings measured for a staged round of its size on the same host: linear in
+    the number of blobs between the measured 1, 2, 4 and 8, and past 8 the 8-blob round plus the 4 -> 8
+    time per extra blob. None without the rounds or the ceilings."""
+    pts = staged_round_seconds(ceil, blob_bytes, piecewise)
+    if not pts or not isinstance(rounds, list) or not rounds:
+        return None
+    knots = sorted(pts)
+
+    def t(n):
+        if n in pts:
+            return pts[n]
+        if n > knots[-1]:
+            return pts[8] + (n - 8) * (pts[8] - pts[4]) / 4
+        lo = max(k for k in knots if k < n)
+        hi = min(k for k in knots if k > n)
+        return pts[lo] + (pts[hi] - pts[lo]) * (n - lo) / (hi - lo)
+
+    secs = sum(r * t(n) for n, r in rounds)
+    return sum(n * r for n, r in rounds) * blob_bytes / secs * 1e-9 if secs > 0 else None
+
+
 def run_figures(rep, run, mb, ceil, peer):
     """Every figure of one residency, with its ratios. Keys whose inputs are missing hold None."""
     p = rep["protocol"]
@@ -199,6 +240,13 @@ def run_figures(rep, run, mb, ceil, peer):
     mp = run.get("miss_path", {})
     f["miss_path_gbps"] = mp.get("gbps", UNKNOWN) if mp else UNKNOWN
     f["miss_path_fraction"] = (f["miss_path_gbps"] / h2d_bw) if is_num(f["miss_path_gbps"]) and h2d_bw else None
+    # The staged bound: only for the threaded transport, whose rounds hz-ceilings' pipelined rounds model.
+    f["staged_bound_gbps"] = f["staged_bound_fraction"] = None
+    if lab["transport"] in ("threaded", "threaded-whole"):
+        pw = run["cache"].get("stats_end", {}).get("staging_piecewise") is True
+        f["staged_bound_gbps"] = staged_bound_gbps(ceil, mb["blob_bytes"], pw, mp.get("round_blobs") if mp else None)
+        if f["staged_bound_gbps"] and is_num(f["miss_path_gbps"]):
+            f["staged_bound_fraction"] = f["miss_path_gbps"] / f["staged_bound_gbps"]
     pf = run.get("prefetch", {})
     f["prefetch_hits"] = pf.get("hits", UNKNOWN)
     f["prefetch_wasted_bytes"] = pf.get("wasted_bytes", UNKNOWN)
@@ -409,6 +457,8 @@ def sweep_lines(arch, figs):
                       "-" if mp is None else fmt(mp, "{:,.2f}"),
                       f"{f['h2d_ceiling_gbps']:,.1f} ({f['h2d_ceiling_label']})" if f["h2d_ceiling_gbps"] else UNKNOWN,
                       "-" if mp is None else pct(f["miss_path_fraction"]), meets,
+                      "-" if f["staged_bound_gbps"] is None else fmt(f["staged_bound_gbps"], "{:,.2f}"),
+                      "-" if f["staged_bound_fraction"] is None else pct(f["staged_bound_fraction"]),
                       fmt(f["staging_gbps"], "{:,.2f}") if f["staging_gbps"] is not None else "-",
                       f["prefetch_hits"], f["prefetch_wasted_bytes"],
                       fmt(f["vram_peak_bytes"], "{:.2f}", 2**30)])
@@ -423,10 +473,14 @@ def sweep_lines(arch, figs):
                 "miss MB/token = H2D bytes of the decode phase / decode steps (prefill: / prompt tokens); "
                 "miss-bound t/s = the decode rate if only those H2D bytes had to move at the ceiling; miss-path "
                 "GB/s = the cache's miss_transfer_bytes / miss_transfer_seconds over all measured requests, its % "
-                "of pinned H2D at expert size (target >= 80%); UNKNOWN = not reported by this library build.", ""]
+                "of pinned H2D at expert size (target >= 80%); staged bound = the rate of the same rounds "
+                "(miss_path.round_blobs) at the times hz-ceilings measured for staged rounds of their sizes "
+                "(pipelined rounds of 1, 2, 4, 8 blobs, linear in between), the threaded transport's best case "
+                "on this host, and the miss path's % of it; UNKNOWN = not reported by this library build.", ""]
     out += table(["executor", "residency", "transport", "hit", "decode hit", "misses", "miss MB/token",
                   "prefill miss MB/token", "miss-bound t/s",
-                  "miss-path GB/s", "H2D ceiling GB/s", "% of H2D", ">= 80%", "staging GB/s", "prefetch hits",
+                  "miss-path GB/s", "H2D ceiling GB/s", "% of H2D", ">= 80%", "staged bound GB/s",
+                  "% of staged bound", "staging GB/s", "prefetch hits",
                   "prefetch wasted B", "VRAM GiB"], rows2)
     return out
 

@@ -480,6 +480,40 @@ static double add_opt_rate(cJSON *o, const char *key, const cache_snap *a, const
     return -1;
 }
 
+/* Rounds of `blobs` blobs in a stats object's miss_round_blobs ([[blobs, rounds], ...]); 0 when absent. */
+static double round_count(const cJSON *pairs, double blobs) {
+    const cJSON *p;
+    cJSON_ArrayForEach(p, pairs) {
+        const cJSON *k = cJSON_GetArrayItem(p, 0), *r = cJSON_GetArrayItem(p, 1);
+        if (cJSON_IsNumber(k) && cJSON_IsNumber(r) && k->valuedouble == blobs) return r->valuedouble;
+    }
+    return 0;
+}
+
+/* `key`: the window's miss rounds by size, [[blobs, rounds], ...] (b's sizes, rounds b - a, zero deltas
+ * left out), or "UNKNOWN" when either snapshot lacks miss_round_blobs (an older library). */
+static void add_round_sizes(cJSON *o, const char *key, const cache_snap *a, const cache_snap *b) {
+    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(a->raw, "miss_round_blobs");
+    const cJSON *pb = cJSON_GetObjectItemCaseSensitive(b->raw, "miss_round_blobs");
+    if (!cJSON_IsArray(pa) || !cJSON_IsArray(pb)) {
+        cJSON_AddStringToObject(o, key, "UNKNOWN");
+        return;
+    }
+    cJSON *arr = cJSON_AddArrayToObject(o, key);
+    const cJSON *p;
+    cJSON_ArrayForEach(p, pb) {
+        const cJSON *k = cJSON_GetArrayItem(p, 0), *r = cJSON_GetArrayItem(p, 1);
+        if (!arr || !cJSON_IsNumber(k) || !cJSON_IsNumber(r)) continue;
+        const double d = r->valuedouble - round_count(pa, k->valuedouble);
+        if (d <= 0) continue;
+        cJSON *pair = cJSON_CreateArray();
+        if (!pair) continue;
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(k->valuedouble));
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(d));
+        cJSON_AddItemToArray(arr, pair);
+    }
+}
+
 /* The miss path over the measured window (doc/bench.md): bytes moved by miss rounds over the wall time
  * from each round's first staging copy to its publication, and that rate against the pinned H2D
  * ceiling measured by hz-ceilings at expert size (--h2d-ceiling). Also the speculative-prefetch and
@@ -490,6 +524,7 @@ static double miss_path_json(cJSON *run, const cache_snap *a, const cache_snap *
     add_opt_delta(mp, "bytes", a, b, "miss_transfer_bytes");
     add_opt_delta(mp, "seconds", a, b, "miss_transfer_seconds");
     double g = add_opt_rate(mp, "gbps", a, b, "miss_transfer_bytes", "miss_transfer_seconds");
+    add_round_sizes(mp, "round_blobs", a, b);
     if (h2d_ceiling_gbps > 0)
         cJSON_AddNumberToObject(mp, "h2d_ceiling_gbps", h2d_ceiling_gbps);
     else
@@ -505,8 +540,9 @@ static double miss_path_json(cJSON *run, const cache_snap *a, const cache_snap *
                             "gbps = delta miss_transfer_bytes / delta miss_transfer_seconds of hz_cache_stats_json "
                             "over the measured requests (a miss round's wall time from its first staging copy to "
                             "its publication, summed); fraction = gbps / h2d_ceiling_gbps (hz-ceilings pinned H2D "
-                            "at expert size, passed with --h2d-ceiling); null: no miss in the window; UNKNOWN: "
-                            "not reported by this library or no ceiling given");
+                            "at expert size, passed with --h2d-ceiling); round_blobs: [[blobs, rounds], ...], the "
+                            "window's rounds by the number of blobs they moved (delta of miss_round_blobs); null: no "
+                            "miss in the window; UNKNOWN: not reported by this library or no ceiling given");
 
     cJSON *pf = cJSON_AddObjectToObject(run, "prefetch");
     add_opt_delta(pf, "hits", a, b, "prefetch_hits");

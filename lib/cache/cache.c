@@ -205,6 +205,7 @@ static void cache_free(hz_cache *c) {
     free(c->scratch_victims);
     free(c->scratch_missing);
     free(c->scratch_items);
+    free(c->miss_round_hist);
     pthread_mutex_destroy(&c->mu);
     pthread_mutex_destroy(&c->txn_mu);
     pthread_cond_destroy(&c->rows_cv);
@@ -370,8 +371,9 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
     c->scratch_victims = calloc(spare, sizeof(uint32_t));
     c->scratch_missing = calloc(cap, sizeof(uint32_t));
     c->scratch_items = calloc(spare, sizeof(hz_txn_item));
+    c->miss_round_hist = calloc(spare, sizeof(uint64_t));
     if (!c->rows || !c->scratch_mask || !c->scratch_rows || !c->scratch_victims || !c->scratch_missing ||
-        !c->scratch_items)
+        !c->scratch_items || !c->miss_round_hist)
         st = hz_error(HZ_ENOMEM, "out of memory for %u row descriptors", c->nrows);
     if (!st) st = c->policy->create(L, E, &c->policy_state);
     if (!st) {
@@ -747,6 +749,13 @@ static int acquire_fast(hz_cache *c, uint32_t layer, const uint32_t *experts, ui
     return 1;
 }
 
+void hz_cache_count_miss_round(hz_cache *c, uint32_t k, uint64_t ns) {
+    if (k == 0) return;
+    c->miss_xfer_bytes += (uint64_t)k * c->row_bytes;
+    c->miss_xfer_ns += ns;
+    c->miss_round_hist[(k < c->spare_rows ? k : c->spare_rows) - 1]++;
+}
+
 /* One round of a miss transaction (txn_mu held, mu held on entry and on return, dropped while the
  * copies run): reserves k = min(nmiss, spare_rows) rows for missing[0..k), loads them, publishes.
  * On success *out_k is k. On failure the cache is as before (rows free again) or FAULTED. */
@@ -792,8 +801,7 @@ static int miss_round(hz_cache *c, uint32_t layer, const uint32_t *missing, uint
         hz_cache_unreserve_rows(c, k);
         return st;
     }
-    c->miss_xfer_bytes += (uint64_t)k * c->row_bytes;
-    c->miss_xfer_ns += c->published_at_ns - t0;
+    hz_cache_count_miss_round(c, k, c->published_at_ns - t0);
     c->rounds++;
     *out_k = k;
     return HZ_OK;
@@ -969,6 +977,19 @@ static void add_miss_path(cJSON *j, uint64_t bytes, uint64_t ns) {
     else cJSON_AddNullToObject(j, "miss_transfer_gbps");
 }
 
+/* miss_round_blobs: [[blobs, rounds], ...] for every round size seen, smallest first. */
+static void add_round_sizes(cJSON *j, const uint64_t *hist, uint32_t n) {
+    cJSON *a = cJSON_AddArrayToObject(j, "miss_round_blobs");
+    for (uint32_t k = 0; a && k < n; k++) {
+        if (!hist[k]) continue;
+        cJSON *pair = cJSON_CreateArray();
+        if (!pair) return;
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)k + 1));
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)hist[k]));
+        cJSON_AddItemToArray(a, pair);
+    }
+}
+
 static void add_prefetch(cJSON *j, int mode, const hz_prefetch_counts *n, const hz_prefetch_gate *gate,
                          uint32_t ready, int pending, const char *last_error, uint64_t row_bytes) {
     cJSON_AddStringToObject(j, "prefetch", mode == HZ_PREFETCH_NEXT_LAYER ? "next_layer" : "off");
@@ -1000,7 +1021,10 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
     hz_txn_stats ts;
     hz_transactor_stats(c->tx, &ts);
     uint32_t counts[HZ_ROW_STATE_COUNT];
+    uint64_t *round_hist = malloc(c->spare_rows * sizeof *round_hist); /* spare_rows is fixed at creation */
+    if (!round_hist) return hz_error(HZ_ENOMEM, "out of memory building cache stats");
     pthread_mutex_lock(&c->mu);
+    memcpy(round_hist, c->miss_round_hist, c->spare_rows * sizeof *round_hist);
     hz_gen *g = atomic_load_explicit(&c->current, memory_order_relaxed);
     uint64_t gen_id = g->id;
     uint32_t live = 1;
@@ -1024,7 +1048,10 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
 
     hz_backend *be = c->be;
     cJSON *j = cJSON_CreateObject();
-    if (!j) return hz_error(HZ_ENOMEM, "out of memory building cache stats");
+    if (!j) {
+        free(round_hist);
+        return hz_error(HZ_ENOMEM, "out of memory building cache stats");
+    }
     cJSON_AddStringToObject(j, "contract", "resident-qpacked-cache-v1");
     cJSON_AddStringToObject(j, "state", faulted ? "FAULTED" : "OK");
     if (faulted) cJSON_AddStringToObject(j, "fault", fault_msg);
@@ -1077,6 +1104,8 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
     cJSON_AddNumberToObject(j, "staging_fill_lag_seconds", (double)ts.fill_lag_ns * 1e-9);
     cJSON_AddNumberToObject(j, "registered_bytes", (double)ts.registered_bytes);
     add_miss_path(j, xfer_bytes, xfer_ns);
+    add_round_sizes(j, round_hist, c->spare_rows);
+    free(round_hist);
     add_prefetch(j, c->pf.mode, &pf, &pf_gate, pf_ready, pf_pending, pf_error, c->row_bytes);
     cJSON *lat = cJSON_AddObjectToObject(j, "miss_latency_us");
     cJSON_AddNumberToObject(lat, "count", (double)miss_txns);
@@ -1144,7 +1173,9 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
                             "those rounds of the wall time from the round's first staging or DMA copy to its "
                             "publication (the pointer swap, before any debug check; a prefetch load: to its "
                             "copies' completion, its publication waits for the acquire); waiting for spare rows "
-                            "excluded; miss_transfer_gbps: their ratio, null without a round");
+                            "excluded; miss_transfer_gbps: their ratio, null without a round; miss_round_blobs: "
+                            "[[blobs, rounds], ...], how many of those rounds moved each number of blobs (at most "
+                            "spare_rows)");
     cJSON_AddStringToObject(notes, "prefetch",
                             "prefetched experts are loaded into unpublished rows and published only when an "
                             "acquire of their layer wants them: prefetch_hits counts those (also counted in hits), "

@@ -151,6 +151,9 @@ struct hz_cache {
     /* the miss path: bytes of the rounds (demand and prefetch) that published, and their wall time
      * from the start of the round's copies to its publication */
     uint64_t miss_xfer_bytes, miss_xfer_ns;
+    /* [spare_rows]: entry k - 1 counts those rounds that moved k blobs (a round moves at most
+     * spare_rows), so that a report can weigh each round by the bound of its size */
+    uint64_t *miss_round_hist;
     uint64_t published_at_ns; /* when the last publication swapped `current` (hz_now_ns) */
     hz_prefetcher pf;
     /* scratch of the (serialized) miss transaction */
@@ -225,6 +228,10 @@ int hz_lease_registry_contains(const void *lease);
 void hz_lease_memory_retire(void *lease);
 
 /* Row counts by state (under the cache lock). */
+/* Counts a miss round (demand or prefetch) of k blobs that took ns from its first copy to its
+ * publication (prefetch: to its rows being complete). mu held. */
+void hz_cache_count_miss_round(hz_cache *c, uint32_t k, uint64_t ns);
+
 void hz_cache_row_counts(hz_cache *c, uint32_t counts[HZ_ROW_STATE_COUNT]);
 
 /* Test support: the cache's transactor (for hz_transactor_inject). */

@@ -174,8 +174,7 @@ static void finish_load(hz_cache *c, uint32_t layer, uint32_t k, int st, const h
     pf->n.experts += k;
     /* The miss path's clock for a prefetch: first copy to the rows being complete (their publication
      * waits for the acquire by design, which is not transfer time). */
-    c->miss_xfer_bytes += (uint64_t)k * c->row_bytes;
-    c->miss_xfer_ns += hz_now_ns() - t0;
+    hz_cache_count_miss_round(c, k, hz_now_ns() - t0);
 }
 
 /* Runs one request: the ready rows it does not predict again give way, then reserve and load. txn_mu

@@ -81,7 +81,33 @@ def synthetic_ceilings(blob_sizes):
             "staged_pipelined": [{"label": "blob_test", "bytes": 1 << 20, "threads": 3, "waves": 4,
                                   "round": {"gbps": 16.5}, "gbps": 16.5},
                                  {"label": "blob_test", "bytes": 8 << 20, "blobs": 8, "threads": 3, "waves": 1,
-                                  "round": {"gbps": 24.5}, "gbps": 24.5}]}
+                                  "round": {"gbps": 24.5}, "gbps": 24.5}]
+                                + [{"label": f"blob{b}", "bytes": n * b, "blobs": n, "threads": 3, "waves": w,
+                                    "round": {"gbps": g}, "gbps": g}
+                                   for b in blob_sizes for n, w, g in PIPELINED]}
+
+
+# (blobs, waves, GB/s) of the synthetic pipelined rounds at each model's blob size
+PIPELINED = [(1, 1, 5.0), (1, 2, 6.0), (1, 4, 6.5), (2, 1, 7.0), (4, 1, 8.0), (8, 1, 9.0)]
+
+
+def staged_bound(rounds, blob, piecewise):
+    """The staged bound recomputed from PIPELINED: each round of n blobs takes n * blob bytes at the rate
+    of its size; sizes between the measured ones at times interpolated linearly, past 8 blobs the 8-blob
+    time plus (t8 - t4) / 4 per extra blob."""
+    secs = {1: blob / ((6.0 if piecewise else 5.0) * 1e9), 2: 2 * blob / 7e9, 4: 4 * blob / 8e9, 8: 8 * blob / 9e9}
+    total_s = 0.0
+    for n, r in rounds:
+        if n in secs:
+            t = secs[n]
+        elif n == 3:
+            t = (secs[2] + secs[4]) / 2
+        elif n < 8:
+            t = secs[4] + (secs[8] - secs[4]) * (n - 4) / 4
+        else:
+            t = secs[8] + (n - 8) * (secs[8] - secs[4]) / 4
+        total_s += r * t
+    return sum(n * r for n, r in rounds) * blob / total_s * 1e-9
 
 
 def synthetic_peer(shape):
@@ -166,6 +192,18 @@ def check_figures(figs, reports, summaries, ceil, peer_arch):
             check(f["miss_path_fraction"] is None, w + ": a miss-path fraction without a miss-path rate")
         if f["model"] != peer_arch:
             check(f["x_peer_default"] is None and f["x_peer_best"] is None, w + ": a peer ratio without a peer")
+        rounds = run["miss_path"].get("round_blobs")
+        base = f["transport"].removesuffix("+prefetch")
+        if base in ("threaded", "threaded-whole") and isinstance(rounds, list) and rounds:
+            pw = run["cache"]["stats_end"]["staging_piecewise"]
+            check(pw == (base == "threaded"), w + ": staging_piecewise does not match the transport's name")
+            want = staged_bound(rounds, sb["blob"], pw)
+            check(close(f["staged_bound_gbps"], want), f"{w}: staged bound {f['staged_bound_gbps']} != {want}")
+            if isinstance(mp, (int, float)):
+                check(close(f["staged_bound_fraction"], mp / want), w + ": fraction of the staged bound")
+        else:
+            check(f["staged_bound_gbps"] is None and f["staged_bound_fraction"] is None,
+                  w + ": a staged bound without threaded rounds")
 
 
 def check_rows(md, figs):

@@ -52,6 +52,17 @@ def check_miss_path(run, w, full, ceiling):
     else:
         check(mp["gbps"] == "UNKNOWN" and mp["fraction_of_h2d_ceiling"] == "UNKNOWN",
               w + ": a miss-path rate without both counters")
+    rb = mp.get("round_blobs")
+    check(rb == "UNKNOWN" or isinstance(rb, list), f"{w}: miss_path.round_blobs is {rb!r}")
+    if isinstance(rb, list):
+        ok = all(isinstance(p, list) and len(p) == 2 and all(is_num(v) and v > 0 and v == int(v) for v in p)
+                 for p in rb)
+        check(ok and [p[0] for p in rb] == sorted({p[0] for p in rb}),
+              w + ": round_blobs is not [[blobs, rounds], ...] with positive counts, sizes ascending")
+        row = run["cache"]["stats_end"].get("row_bytes")
+        if ok and is_num(mp["bytes"]) and is_num(row):
+            # every byte of the miss path belongs to one of these rounds
+            check(sum(k * r for k, r in rb) * row == mp["bytes"], w + ": round_blobs do not add up to miss-path bytes")
     for k in ("hits", "wasted_bytes", "bytes", "gated"):
         v = run["prefetch"].get(k)
         check(is_num(v) or v == "UNKNOWN", f"{w}: prefetch.{k} is {v!r}")

@@ -79,6 +79,27 @@ static inline int tu_stat_bool(hz_cache *c, const char *key) {
     return v;
 }
 
+/* miss_round_blobs as text, "blobs:rounds" pairs separated by spaces (e.g. "1:1 2:3"); "" for none, "?"
+ * when the field is missing or malformed. */
+static inline void tu_round_sizes(hz_cache *c, char *buf, size_t n) {
+    cJSON *j = tu_stats(c);
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "miss_round_blobs");
+    size_t used = 0;
+    buf[0] = '\0';
+    if (!cJSON_IsArray(a)) snprintf(buf, n, "?");
+    const cJSON *pair;
+    cJSON_ArrayForEach(pair, a) {
+        const cJSON *k = cJSON_GetArrayItem(pair, 0), *r = cJSON_GetArrayItem(pair, 1);
+        if (cJSON_GetArraySize(pair) != 2 || !cJSON_IsNumber(k) || !cJSON_IsNumber(r)) {
+            snprintf(buf, n, "?");
+            break;
+        }
+        used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "%s%.0f:%.0f", used ? " " : "", k->valuedouble,
+                                 r->valuedouble);
+    }
+    cJSON_Delete(j);
+}
+
 static inline void tu_stat_str(hz_cache *c, const char *key, char *buf, size_t n) {
     cJSON *j = tu_stats(c);
     cJSON *node = cJSON_GetObjectItemCaseSensitive(j, key);

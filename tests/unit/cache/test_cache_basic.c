@@ -204,6 +204,10 @@ static void test_multi_round_group(void **state) {
     assert_int_equal(hz_generation_id(l), 5);
     assert_int_equal(tu_stat(c, "rounds"), 4);
     assert_int_equal(tu_stat(c, "misses"), 7);
+    char sizes[64];
+    tu_round_sizes(c, sizes, sizeof sizes); /* three rounds of two blobs, one of one */
+    assert_string_equal(sizes, "1:1 2:3");
+    assert_int_equal(tu_stat(c, "miss_transfer_bytes"), 7 * tu_row_bytes(b));
     assert_int_equal(tu_stat(c, "hits"), 1);
     assert_int_equal(tu_stat(c, "miss_latency_us.count"), 1);
     tu_check_rows(b, l, g, 8);

@@ -137,6 +137,9 @@ static void test_wrong_prediction_wasted(void **state) {
     assert_int_equal(tu_stat(f->c, "generation"), 2);
     assert_int_equal(tu_stat(f->c, "evictions"), 4);
     assert_int_equal(tu_stat(f->c, "miss_transfer_bytes"), 8 * f->row_bytes);
+    char sizes[64];
+    tu_round_sizes(f->c, sizes, sizeof sizes); /* the prefetch load and the demand round, four blobs each */
+    assert_string_equal(sizes, "4:2");
     check_accounting(f);
 }
 
