@@ -475,8 +475,10 @@ def sweep_lines(arch, figs):
                 "GB/s = the cache's miss_transfer_bytes / miss_transfer_seconds over all measured requests, its % "
                 "of pinned H2D at expert size (target >= 80%); staged bound = the rate of the same rounds "
                 "(miss_path.round_blobs) at the times hz-ceilings measured for staged rounds of their sizes "
-                "(pipelined rounds of 1, 2, 4, 8 blobs, linear in between), the threaded transport's best case "
-                "on this host, and the miss path's % of it; UNKNOWN = not reported by this library build.", ""]
+                "(pipelined rounds of 1, 2, 4, 8 blobs, linear in between): an estimate of the threaded "
+                "transport's best case on this host, from ceilings measured minutes apart on a shared host (above "
+                "100% when the host ran faster during the run than during hz-ceilings), and the miss path's % of "
+                "it; UNKNOWN = not reported by this library build.", ""]
     out += table(["executor", "residency", "transport", "hit", "decode hit", "misses", "miss MB/token",
                   "prefill miss MB/token", "miss-bound t/s",
                   "miss-path GB/s", "H2D ceiling GB/s", "% of H2D", ">= 80%", "staged bound GB/s",
