@@ -344,20 +344,22 @@ static void run_piece(hz_transactor *t, txn_slot *s, uint32_t piece, uint32_t pi
         store_max(&s->last_ns, t1);
         if (t->piecewise) atomic_fetch_or_explicit(&s->landed, UINT64_C(1) << piece, memory_order_release);
     } else {
+        /* hz_error's message is per thread: keep it for the loading thread to report. The status is set
+         * inside the same critical section as the message: a loading thread that sees the status and
+         * then takes the mutex finds the message there (it cannot take the mutex before this section
+         * ends, since the status it read was written inside it). */
+        pthread_mutex_lock(&t->mu);
         int none = HZ_OK;
         if (atomic_compare_exchange_strong_explicit(&s->status, &none, st, memory_order_relaxed,
-                                                    memory_order_relaxed)) {
-            /* hz_error's message is per thread: keep it for the loading thread to report. */
-            pthread_mutex_lock(&t->mu);
-            if (!t->fail_set && t->cur_items) {
-                const hz_txn_item *it = &t->cur_items[s->item];
-                snprintf(t->fail_msg, sizeof t->fail_msg,
-                         "transactor: injected fault in the staging copy of layer %u expert %u (piece %u of %u, "
-                         "copy thread)", it->layer, it->expert, piece + 1, pieces);
-                t->fail_set = 1;
-            }
-            pthread_mutex_unlock(&t->mu);
+                                                    memory_order_relaxed) &&
+            !t->fail_set && t->cur_items) {
+            const hz_txn_item *it = &t->cur_items[s->item];
+            snprintf(t->fail_msg, sizeof t->fail_msg,
+                     "transactor: injected fault in the staging copy of layer %u expert %u (piece %u of %u, "
+                     "copy thread)", it->layer, it->expert, piece + 1, pieces);
+            t->fail_set = 1;
         }
+        pthread_mutex_unlock(&t->mu);
     }
     /* After this the fill may be reused: nothing below touches s. */
     const uint32_t done = atomic_fetch_add_explicit(&s->done, 1u, memory_order_acq_rel) + 1u;
