@@ -277,7 +277,8 @@ typedef struct request_result {
 
 /* The counters every figure needs; all must be numbers in hz_cache_stats_json. */
 static const char *const k_counters[] = {"hits",      "misses",      "h2d_bytes",       "h2d_copies",
-                                         "expert_d2h_bytes", "evictions", "publications", "acquires"};
+                                         "expert_d2h_bytes", "evictions", "publications", "acquires",
+                                         "miss_transfer_bytes", "miss_transfer_seconds"};
 #define N_COUNTERS (sizeof k_counters / sizeof k_counters[0])
 
 typedef struct bench_ctx {

@@ -181,6 +181,13 @@ def main():
                   "acquires"):
             check(c["measured_prefill"][k] + c["measured_decode"][k] == m[k], f"{w}: prefill + decode {k} != measured")
             check(c["measured_prefill"][k] >= 0 and c["measured_decode"][k] >= 0, f"{w}: negative phase {k}")
+        # The miss path's counters split the same way (seconds are sums of doubles: up to rounding).
+        check(c["measured_prefill"]["miss_transfer_bytes"] + c["measured_decode"]["miss_transfer_bytes"]
+              == m["miss_transfer_bytes"], w + ": prefill + decode miss_transfer_bytes != measured")
+        check(close(c["measured_prefill"]["miss_transfer_seconds"] + c["measured_decode"]["miss_transfer_seconds"],
+                    m["miss_transfer_seconds"], 1e-9), w + ": prefill + decode miss_transfer_seconds != measured")
+        if is_num(run["miss_path"]["bytes"]):
+            check(m["miss_transfer_bytes"] == run["miss_path"]["bytes"], w + ": measured miss_transfer_bytes != miss path")
         need(m, w + ".cache.measured", ["hits", "misses", "h2d_bytes", "h2d_copies", "expert_d2h_bytes",
                                         "evictions", "publications", "acquires", "hit_rate"])
         check(m["hits"] + m["misses"] > 0, w + ": no expert acquired in the measured window")
