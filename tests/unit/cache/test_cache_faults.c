@@ -139,7 +139,9 @@ static void test_threaded_late_piece_fails(void **state) {
     expect_recovered(f, st, HZ_EIO);
 }
 
-/* Threaded piecewise, every piece taking 2 ms on 3 threads. First the second H2D run of the first blob
+/* Threaded piecewise, every piece taking 10 ms on 3 threads (long enough that the loading thread gets
+ * a CPU between two waves even with 16 tests on 2 CPUs; with 2 ms, half of such runs saw every blob
+ * whole before its first run went out). First the second H2D run of the first blob
  * is refused while its later pieces are still being copied: the loader stops, takes every fill back,
  * drains the copy queue (the first run may still read the slot) and reports the refusal before
  * publication. Then a clean miss: a blob's pieces land in several rounds, so its H2D goes out as several
@@ -147,7 +149,7 @@ static void test_threaded_late_piece_fails(void **state) {
 static void test_piecewise_runs(void **state) {
     fx *f = *state;
     hz_transactor *t = hz_cache_transactor(f->c);
-    hz_transactor_set_copy_delay(t, 2000);
+    hz_transactor_set_copy_delay(t, 10000);
     hz_backend_fault_arm(f->fb, HZ_FAULT_COPY_H2D, 2, HZ_EDEVICE);
     int st = acquire_new_fails(f);
     assert_non_null(strstr(hz_last_error_message(), "pieces"));
