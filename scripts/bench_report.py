@@ -247,6 +247,12 @@ def run_figures(rep, run, mb, ceil, peer):
         f["staged_bound_gbps"] = staged_bound_gbps(ceil, mb["blob_bytes"], pw, mp.get("round_blobs") if mp else None)
         if f["staged_bound_gbps"] and is_num(f["miss_path_gbps"]):
             f["staged_bound_fraction"] = f["miss_path_gbps"] / f["staged_bound_gbps"]
+    # The same split by phase (hz-bench from 2026-11-30 on): prefill rounds move several blobs, a decode
+    # step's usually one.
+    for ph, key in (("prefill", "measured_prefill"), ("decode", "measured_decode")):
+        c = run["cache"].get(key) or {}
+        b, t = c.get("miss_transfer_bytes"), c.get("miss_transfer_seconds")
+        f[f"miss_path_{ph}_gbps"] = (b / t * 1e-9 if t > 0 else None) if is_num(b) and is_num(t) else UNKNOWN
     pf = run.get("prefetch", {})
     f["prefetch_hits"] = pf.get("hits", UNKNOWN)
     f["prefetch_wasted_bytes"] = pf.get("wasted_bytes", UNKNOWN)
@@ -455,6 +461,8 @@ def sweep_lines(arch, figs):
                       fmt(f["prefill_miss_bytes_per_token"], "{:,.2f}", 1e6),
                       "-" if f["decode_h2d_bytes"] == 0 else fmt(f["miss_bound_decode_tok_s"]),
                       "-" if mp is None else fmt(mp, "{:,.2f}"),
+                      " / ".join("-" if f[f"miss_path_{ph}_gbps"] is None else fmt(f[f"miss_path_{ph}_gbps"], "{:,.2f}")
+                                 for ph in ("prefill", "decode")),
                       f"{f['h2d_ceiling_gbps']:,.1f} ({f['h2d_ceiling_label']})" if f["h2d_ceiling_gbps"] else UNKNOWN,
                       "-" if mp is None else pct(f["miss_path_fraction"]), meets,
                       "-" if f["staged_bound_gbps"] is None else fmt(f["staged_bound_gbps"], "{:,.2f}"),
@@ -473,7 +481,8 @@ def sweep_lines(arch, figs):
                 "miss MB/token = H2D bytes of the decode phase / decode steps (prefill: / prompt tokens); "
                 "miss-bound t/s = the decode rate if only those H2D bytes had to move at the ceiling; miss-path "
                 "GB/s = the cache's miss_transfer_bytes / miss_transfer_seconds over all measured requests, its % "
-                "of pinned H2D at expert size (target >= 80%); staged bound = the rate of the same rounds "
+                "of pinned H2D at expert size (target >= 80%), and the same rate for the rounds of the prefill "
+                "and of the decode phase; staged bound = the rate of the same rounds "
                 "(miss_path.round_blobs) at the times hz-ceilings measured for staged rounds of their sizes "
                 "(pipelined rounds of 1, 2, 4, 8 blobs, linear in between): an estimate of the threaded "
                 "transport's best case on this host, from ceilings measured minutes apart on a shared host (above "
@@ -481,7 +490,7 @@ def sweep_lines(arch, figs):
                 "it; UNKNOWN = not reported by this library build.", ""]
     out += table(["executor", "residency", "transport", "hit", "decode hit", "misses", "miss MB/token",
                   "prefill miss MB/token", "miss-bound t/s",
-                  "miss-path GB/s", "H2D ceiling GB/s", "% of H2D", ">= 80%", "staged bound GB/s",
+                  "miss-path GB/s", "prefill / decode GB/s", "H2D ceiling GB/s", "% of H2D", ">= 80%", "staged bound GB/s",
                   "% of staged bound", "staging GB/s", "prefetch hits",
                   "prefetch wasted B", "VRAM GiB"], rows2)
     return out

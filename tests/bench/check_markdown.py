@@ -192,6 +192,11 @@ def check_figures(figs, reports, summaries, ceil, peer_arch):
             check(f["miss_path_fraction"] is None, w + ": a miss-path fraction without a miss-path rate")
         if f["model"] != peer_arch:
             check(f["x_peer_default"] is None and f["x_peer_best"] is None, w + ": a peer ratio without a peer")
+        for ph in ("prefill", "decode"):
+            c = run["cache"][f"measured_{ph}"]
+            want = c["miss_transfer_bytes"] / c["miss_transfer_seconds"] / 1e9 if c["miss_transfer_seconds"] else None
+            got = f[f"miss_path_{ph}_gbps"]
+            check(got is None if want is None else close(got, want), f"{w}: {ph} miss path {got} != {want}")
         rounds = run["miss_path"].get("round_blobs")
         base = f["transport"].removesuffix("+prefetch")
         if base in ("threaded", "threaded-whole") and isinstance(rounds, list) and rounds:

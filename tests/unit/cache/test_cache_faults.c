@@ -139,9 +139,10 @@ static void test_threaded_late_piece_fails(void **state) {
     expect_recovered(f, st, HZ_EIO);
 }
 
-/* Threaded piecewise, every piece taking 10 ms on 3 threads (long enough that the loading thread gets
- * a CPU between two waves even with 16 tests on 2 CPUs; with 2 ms, half of such runs saw every blob
- * whole before its first run went out). First the second H2D run of the first blob
+/* Threaded piecewise, every piece taking 10 ms on 3 threads, so that the loading thread gets a CPU
+ * between two waves under a test run's load (a timing assumption: with 16 such suites at once on 2 CPUs,
+ * a third of them still saw every blob whole before its first run went out; with 2 ms, most). First the
+ * second H2D run of the first blob
  * is refused while its later pieces are still being copied: the loader stops, takes every fill back,
  * drains the copy queue (the first run may still read the slot) and reports the refusal before
  * publication. Then a clean miss: a blob's pieces land in several rounds, so its H2D goes out as several
