@@ -205,8 +205,10 @@ typedef enum hz_transport {
                                    streaming stores where the CPU has them), then enqueues its H2D */
     HZ_TRANSPORT_THREADED = 1,  /* as serial, but the backing -> staging copies run on a pool of
                                    `staging_threads` threads owned by the cache, each blob split into
-                                   pieces copied in parallel; each blob's H2D is enqueued as soon as it
-                                   is staged */
+                                   pieces copied in parallel; a blob's H2D goes out in two runs, the
+                                   first half while the second is still being copied (the environment
+                                   variable HZ_TXN_PIECEWISE=0 at hz_cache_create: one H2D per blob,
+                                   once it is staged) */
     HZ_TRANSPORT_REGISTERED = 2 /* no staging copy: the backing's read-only routed region is registered
                                    for direct DMA at hz_cache_create (cudaHostRegister on CUDA) and H2D
                                    copies read it directly; `staging_bytes` is ignored, no staging is
