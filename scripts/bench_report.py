@@ -390,7 +390,7 @@ def ceilings_lines(ceil, borrowed):
                      fmt(e["gbps"]), f"copy {fmt(e['copy']['gbps'])}, then H2D {fmt(e['h2d']['gbps'])}: "
                                      "a one-blob miss round's bound"])
     for e in ceil.get("staged_pipelined", []):  # hz-ceilings from 2026-11-30 on
-        blobs = e.get("blobs", 1)  # hz-ceilings from 2026-11-30 (fifteenth round) on
+        blobs = e.get("blobs", 1)  # absent before the multi-blob rounds: one blob
         if blobs == 1:
             rows.append([f"pipelined round, {e['label']}, {e['threads']} threads, {e['waves']} waves",
                          fmt(e["bytes"], "{:,.0f}"), fmt(e["gbps"]),

@@ -227,11 +227,11 @@ int hz_lease_registry_take(const void *lease); /* 1 when it was live (and is now
 int hz_lease_registry_contains(const void *lease);
 void hz_lease_memory_retire(void *lease);
 
-/* Row counts by state (under the cache lock). */
 /* Counts a miss round (demand or prefetch) of k blobs that took ns from its first copy to its
  * publication (prefetch: to its rows being complete). mu held. */
 void hz_cache_count_miss_round(hz_cache *c, uint32_t k, uint64_t ns);
 
+/* Row counts by state (under the cache lock). */
 void hz_cache_row_counts(hz_cache *c, uint32_t counts[HZ_ROW_STATE_COUNT]);
 
 /* Test support: the cache's transactor (for hz_transactor_inject). */

@@ -691,7 +691,8 @@ static int measure_pipelined_size(ceil_ctx *c, stage_pool *pool, const char *lab
     const unsigned reps = o->repeats;
     int rc = 0;
     for (unsigned r = 0; r < o->warmup + reps && !rc; r++) {
-        unsigned char *slot = c->pinned + (r % 2u) * (c->pinned_bytes / 2u >= total ? total : 0u);
+        /* two staging areas in turn where they fit, as the transport rotates its slots */
+        unsigned char *slot = c->pinned + (2u * total <= c->pinned_bytes ? (r % 2u) * total : 0u);
         const unsigned char *src = c->pageable + ((uint64_t)r * blobs % (sources - blobs)) * bytes;
         const double t0 = now_s();
         stage_start(pool, slot, src, (size_t)total, blobs * waves);
