@@ -14,7 +14,8 @@
  * the reference ceiling is a device-to-device cudaMemcpy measured in the same run (bytes read +
  * written / time). "grouped" is the tensor-core expansion, "grouped-cc" the CUDA-core one.
  * Usage: bench_w4a16 [repeats [shape]]   (shape: olmoe or qwen; default both); HZ_BENCH_POOL_EXPERTS=N
- * shrinks the pool to N experts per layer. */
+ * shrinks the pool to N experts per layer; HZ_BENCH_EXECUTORS=a,b runs only the executors of those names
+ * (as printed, e.g. grouped+pdl,read-ceiling). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,20 @@ static int launch_read(const hz_w4a16_args *a, uint64_t offset, uint64_t bytes, 
     const void *p[HZ_W4A16_MAX_EXPERTS];
     for (uint32_t e = 0; e < a->n; e++) p[e] = (const uint8_t *)a->blobs[e] + offset;
     return hz_test_launch_read(p, a->n, bytes, g_sink, g_sms, s);
+}
+
+/* HZ_BENCH_EXECUTORS: a comma-separated list of executor names to run (all when unset). */
+static int executor_selected(const char *name) {
+    const char *list = getenv("HZ_BENCH_EXECUTORS");
+    if (!list || !*list) return 1;
+    const size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
 }
 
 typedef struct shape {
@@ -229,6 +244,7 @@ static void bench_shape(const shape *sh, int repeats) {
     const double bytes = (double)n * (double)bb;
 
     for (int ex = 0; ex < EX_COUNT; ex++) {
+        if (!executor_selected(kExName[ex])) continue;
         hz_w4a16_args a;
         memset(&a, 0, sizeof a);
         a.layout = &l;
