@@ -86,7 +86,11 @@ static inline void tu_round_sizes(hz_cache *c, char *buf, size_t n) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "miss_round_blobs");
     size_t used = 0;
     buf[0] = '\0';
-    if (!cJSON_IsArray(a)) snprintf(buf, n, "?");
+    if (!cJSON_IsArray(a)) {
+        snprintf(buf, n, "?");
+        cJSON_Delete(j);
+        return;
+    }
     const cJSON *pair;
     cJSON_ArrayForEach(pair, a) {
         const cJSON *k = cJSON_GetArrayItem(pair, 0), *r = cJSON_GetArrayItem(pair, 1);

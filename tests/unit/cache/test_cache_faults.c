@@ -142,11 +142,11 @@ static void test_threaded_late_piece_fails(void **state) {
 /* Threaded piecewise, every piece taking 10 ms on 3 threads, so that the loading thread gets a CPU
  * between two waves under a test run's load (a timing assumption: with 16 such suites at once on 2 CPUs,
  * a third of them still saw every blob whole before its first run went out; with 2 ms, most). First the
- * second H2D run of the first blob
- * is refused while its later pieces are still being copied: the loader stops, takes every fill back,
- * drains the copy queue (the first run may still read the slot) and reports the refusal before
- * publication. Then a clean miss: a blob's pieces land in several rounds, so its H2D goes out as several
- * runs (more copies than blobs), each row still whole and counted once. */
+ * second H2D run of the first blob is refused while its later pieces are still being copied: the
+ * loader stops, takes every fill back, drains the copy queue (the first run may still read the slot)
+ * and reports the refusal before publication. Then a clean miss: a blob's pieces land in several
+ * rounds, so its H2D goes out as several runs (more copies than blobs), each row still whole and
+ * counted once. */
 static void test_piecewise_runs(void **state) {
     fx *f = *state;
     hz_transactor *t = hz_cache_transactor(f->c);

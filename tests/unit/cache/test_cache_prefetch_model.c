@@ -194,9 +194,10 @@ static void test_threads_share_prefetching_cache(void **state) {
 /* ---- the gate through the model ---- */
 
 /* A cache whose gate closes at the first prefetched expert given up (HZ_PREFETCH_GATE_PCT=100 with a
- * window of 1; predictions loaded synchronously, HZ_PREFETCH_SYNC=1, so the counts are fixed) declines the model's later predictions: the model then computes no prediction, the
- * declined steps still count as requests, fewer experts are prefetched than with the gate off, and
- * tokens and logits stay those of decoding without prefetch. */
+ * window of 1; predictions loaded synchronously, HZ_PREFETCH_SYNC=1, so the counts are fixed) declines
+ * the model's later predictions: the model then computes no prediction, the declined steps still count
+ * as requests, fewer experts are prefetched than with the gate off, and tokens and logits stay those of
+ * decoding without prefetch. */
 static void test_gate_declines_model_predictions(void **state) {
     int transport = *(const int *)*state;
     char path[512];
