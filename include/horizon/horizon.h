@@ -424,6 +424,8 @@ int hz_session_logits(const hz_session *session, const float **out, uint32_t *ou
  *   argmax_readback    "kernel store" (the argmax kernel writes the token to pinned memory) or "copy";
  *   experts_start      "router flags" (the routed experts start once the router has written the
  *                      routing, while its kernel still runs) or "router end";
+ *   expert_kernels     the routed experts' kernels: "fused" (one kernel), "twopass" (gate_up and
+ *                      down as two kernels), "reg", "cudacores" (grouped executor) or "scalar";
  *   shared_down_start  null (no shared expert on a side stream), "router trigger" (in captured steps the
  *                      shared expert's down projection is placed while the router kernel runs and
  *                      waits for its end on the device) or "router end".

@@ -14,29 +14,36 @@ typedef struct cuda_exec {
     hz_executor base;
     hz_expert_layout layout;
     int grouped;
+    uint32_t path; /* grouped: the kernel path flags chosen for the model (hz_exec_cuda_set_two_pass) */
 } cuda_exec;
 
-/* The grouped executor's kernel path: the default (on sm_90 the fused cooperative kernel), or the one
- * HZ_W4A16_PATH names for comparisons: "twopass" (two kernels fed by bulk copies), "reg" (register-
- * streaming kernels), "cudacores" (no tensor cores). Read once; an unknown value keeps the default. */
-static uint32_t grouped_path_flags(void) {
-    static _Atomic int cached = -1;
+/* HZ_W4A16_PATH, for comparisons: "fused" (the default on sm_90: one cooperative kernel), "twopass"
+ * (two kernels fed by bulk copies), "reg" (register-streaming kernels), "cudacores" (no tensor cores).
+ * Read once. Returns the flags, or -1 when unset or unknown (the model's choice stands). */
+static int path_env(void) {
+    static _Atomic int cached = -2;
     int f = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (f >= 0) return (uint32_t)f;
+    if (f >= -1) return f;
     const char *env = getenv("HZ_W4A16_PATH");
-    f = 0;
-    if (env && strcmp(env, "twopass") == 0) f = HZ_W4A16_TWO_PASS;
+    f = -1;
+    if (env && strcmp(env, "fused") == 0) f = 0;
+    else if (env && strcmp(env, "twopass") == 0) f = HZ_W4A16_TWO_PASS;
     else if (env && strcmp(env, "reg") == 0) f = HZ_W4A16_NO_BULK;
     else if (env && strcmp(env, "cudacores") == 0) f = HZ_W4A16_CUDA_CORES;
     atomic_store_explicit(&cached, f, memory_order_relaxed);
-    return (uint32_t)f;
+    return f;
+}
+
+static uint32_t grouped_path_flags(const cuda_exec *ce) {
+    const int env = path_env();
+    return env >= 0 ? (uint32_t)env : ce->path;
 }
 
 static int launch(const cuda_exec *ce, hz_w4a16_args *a, void *queue) {
     if (ce->grouped) {
         /* Programmatic dependent launch lets each kernel be placed while the previous one drains;
          * the kernels wait for its results on the device. */
-        a->flags = HZ_W4A16_PDL | grouped_path_flags();
+        a->flags = HZ_W4A16_PDL | grouped_path_flags(ce);
         return hz_w4a16_grouped_launch(a, queue);
     }
     a->flags = 0;
@@ -97,6 +104,21 @@ int hz_exec_cuda_create(const char *name, const hz_expert_layout *layout, hz_exe
     ce->grouped = grouped;
     *out = &ce->base;
     return HZ_OK;
+}
+
+int hz_exec_cuda_set_two_pass(hz_executor *ex, int on) {
+    if (!ex || strcmp(ex->ops->device_kind, "cuda") != 0)
+        return hz_error(HZ_EINVAL, "hz_exec_cuda_set_two_pass: not a cuda executor");
+    ((cuda_exec *)ex)->path = on ? HZ_W4A16_TWO_PASS : 0u;
+    return HZ_OK;
+}
+
+const char *hz_exec_cuda_path_name(const hz_executor *ex) {
+    if (!ex || strcmp(ex->ops->device_kind, "cuda") != 0) return "none";
+    const cuda_exec *ce = (const cuda_exec *)ex;
+    if (!ce->grouped) return "scalar";
+    const uint32_t f = grouped_path_flags(ce);
+    return (f & HZ_W4A16_CUDA_CORES) ? "cudacores" : (f & HZ_W4A16_NO_BULK) ? "reg" : (f & HZ_W4A16_TWO_PASS) ? "twopass" : "fused";
 }
 
 uint64_t hz_exec_cuda_scratch_bytes(const hz_expert_layout *layout) {

@@ -17,6 +17,20 @@
 
 int hz_exec_cuda_create(const char *name, const hz_expert_layout *layout, hz_executor **out);
 
+/* The grouped executor's kernels on sm_90: on (two_pass) gate_up and down as two kernels fed by bulk
+ * copies, off (the default) one cooperative kernel that holds each multiprocessor's share of the
+ * layer in shared memory. The fused kernel is faster alone; the two-pass down kernel holds 84 KB of
+ * shared memory per block instead of 221 KB, which leaves room on the multiprocessors for the next
+ * kernel's blocks (see hz_gpu_model_create for who chooses). HZ_W4A16_PATH, when set to a known path,
+ * overrides this. HZ_EINVAL when `ex` is not a cuda executor; not thread-safe against calls running on
+ * `ex` (set it before the model is used). */
+int hz_exec_cuda_set_two_pass(hz_executor *ex, int on);
+
+/* The grouped path the executor's calls ask for now: "fused", "twopass", "reg", "cudacores" (where the
+ * bulk kernels do not apply to a shape, the first two run the register-streaming kernels), "scalar"
+ * (the scalar executor), or "none" when `ex` is not a cuda executor. Static string. */
+const char *hz_exec_cuda_path_name(const hz_executor *ex);
+
 /* Device scratch one call of either cuda executor needs for experts of `layout`. */
 uint64_t hz_exec_cuda_scratch_bytes(const hz_expert_layout *layout);
 

@@ -175,6 +175,14 @@ int hz_gpu_model_create(hz_model *m) {
     if (st) return hz_error_prefix(st, "model: uploading %llu bytes of non-routed weights", (unsigned long long)total);
     st = decode_setup(m, g);
     if (st) return st;
+    /* The routed experts' kernels (grouped executor): where nothing runs beside them (no shared expert
+     * on the side stream), the two-pass kernels, whose down kernel leaves room on the multiprocessors
+     * for the next layer's q/k/v GEMV to be placed and start its loads (OLMoE-1B-7B shape, full
+     * residency, step at positions 32-96 / ~200 / ~1024, H200, 2026-11-30: 0.674 / 0.713 / 0.772 ms
+     * fused, 0.667 / 0.704 / 0.770 two-pass); beside Qwen's shared down the fused kernel (1.355 / 1.440
+     * / 1.507 against 1.401 / 1.485 / 1.527). doc/benchmarks.md, sixteenth and seventeenth rounds. */
+    st = hz_exec_cuda_set_two_pass(m->exec, c->shared_inter == 0);
+    if (st) return st;
 
     /* The device table needs one executor call per layer to cover the token's experts. */
     if (m->group_limit >= c->experts && c->top_k <= HZ_W4A16_MAX_EXPERTS) {
@@ -474,7 +482,9 @@ static int route_own_kernel(const hz_gpu_session *g, int shared_rows) {
  * the router tail runs inside that GEMV (HZ_GPU_ROUTE_READY). */
 static int experts_on_flags(const hz_session *s) {
     const int shared_rows = s->model->cfg.arch == HZ_ARCH_QWEN2MOE; /* enqueue_step's router GEMV */
-    return s->model->gpu->full && s->gpu->route_ready && !route_own_kernel(s->gpu, shared_rows);
+    /* only the fused kernel starts on the flags (the two-pass kernels wait for the router's end) */
+    return s->model->gpu->full && s->gpu->route_ready && !route_own_kernel(s->gpu, shared_rows) &&
+           strcmp(hz_exec_cuda_path_name(s->model->exec), "fused") == 0;
 }
 
 /* Enqueues the copy of the first n predicted ids into `ids` (host stack memory, so the copy completes
@@ -835,12 +845,13 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      ",\"decode_path\":\"%s\",\"decode_pdl\":%s,\"graph_kernels\":%u,\"graph_steps\":%llu,"
                      "\"eager_steps\":%llu,\"attention_splits\":%u,\"steps_queued_ahead\":%s,"
                      "\"steps_ahead_adopted\":%llu,\"steps_ahead_discarded\":%llu,\"argmax_readback\":\"%s\","
-                     "\"experts_start\":\"%s\",\"shared_down_start\":%s,\"graph_fallback\":%s%s%s",
+                     "\"experts_start\":\"%s\",\"expert_kernels\":\"%s\",\"shared_down_start\":%s,"
+                     "\"graph_fallback\":%s%s%s",
                      path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graphs[0]),
                      (unsigned long long)g->graph_steps, (unsigned long long)g->eager_steps, g->attn_splits,
                      g->speculate ? "true" : "false", (unsigned long long)g->spec_adopted,
                      (unsigned long long)g->spec_discarded, g->d_argmax_slot[0] ? "kernel store" : "copy",
-                     experts_on_flags(s) ? "router flags" : "router end",
+                     experts_on_flags(s) ? "router flags" : "router end", hz_exec_cuda_path_name(s->model->exec),
                      !g->side ? "null"
                      : hz_decode_side_programmatic_edges(g->side) ? "\"router trigger\""
                                                                   : "\"router end\"",

@@ -263,16 +263,24 @@ static void check_decode_modes(const char *path, const char *arch) {
                                                    modes[md].name, (unsigned long long)gsteps);
         { /* the flags are used where the router runs inside its GEMV: Qwen by default, OLMoE when moved */
             const int tail_in_gemv = strcmp(arch, "olmoe") == 0 ? modes[md].other_route : !modes[md].other_route;
-            const char *want = tail_in_gemv && !modes[md].no_ready ? "\"experts_start\":\"router flags\""
+            /* ... and where the routed experts take the fused kernel (Qwen; OLMoE takes the two-pass
+             * kernels, which wait for the router's end) */
+            const int fused = strcmp(arch, "olmoe") != 0;
+            const char *want = fused && tail_in_gemv && !modes[md].no_ready ? "\"experts_start\":\"router flags\""
                                                                    : "\"experts_start\":\"router end\"";
             /* Qwen's shared down runs on the side stream; its edge is programmatic in captured steps */
             const char *want_sd = strcmp(arch, "olmoe") == 0 ? "\"shared_down_start\":null"
                                   : modes[md].graph && modes[md].pdl && !modes[md].full_edge
                                       ? "\"shared_down_start\":\"router trigger\""
                                       : "\"shared_down_start\":\"router end\"";
+            /* the routed experts take the two-pass kernels where nothing runs beside them (OLMoE), the
+             * fused kernel beside Qwen's shared down (hz_gpu_model_create); HZ_W4A16_PATH is not set here */
+            const char *want_k = strcmp(arch, "olmoe") == 0 ? "\"expert_kernels\":\"twopass\""
+                                                            : "\"expert_kernels\":\"fused\"";
             char *js = NULL;
-            if (hz_session_stats_json(s, &js) != HZ_OK || !strstr(js, want) || !strstr(js, want_sd))
-                FAILF("%s %s: stats without %s or %s", arch, modes[md].name, want, want_sd);
+            if (hz_session_stats_json(s, &js) != HZ_OK || !strstr(js, want) || !strstr(js, want_sd) ||
+                !strstr(js, want_k))
+                FAILF("%s %s: stats without %s, %s or %s", arch, modes[md].name, want, want_sd, want_k);
             hz_free(js);
         }
         if (ok && md == 0) { /* lazy logits: greedy steps bring back the argmax only */
