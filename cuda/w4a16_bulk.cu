@@ -17,6 +17,7 @@
  * ends on one (doc/qpack.md). A tile's first row is a multiple of 8, so its scale offset is a multiple
  * of 16 bytes, as the bulk copy requires. */
 #include <atomic>
+#include <cstdlib>
 #include <cooperative_groups.h>
 
 #include "w4a16_bulk.cuh"
@@ -70,6 +71,11 @@ __host__ __device__ inline uint32_t gu_smem_bytes(const BulkGuParams &p, uint32_
 
 __global__ void __launch_bounds__(kMaxGuWarps * 32) bulk_gate_up_kernel(const __grid_constant__ BulkGuParams p) {
     extern __shared__ __align__(128) uint8_t sm[];
+    /* Launched with programmatic dependent launch (HZ_W4A16_PDL), the grid is placed while the kernel
+     * before it (the router) still runs: the blob addresses and x are read only after the wait. The
+     * down kernel is released only after it too, since that kernel reads the blob addresses before its
+     * own wait: once every block of this grid has passed its wait, the router's grid has ended. */
+    hz_griddep_wait();
     hz_griddep_launch_dependents();
     const uint32_t warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
     const uint32_t row_bytes = p.hkp / 2u, nblocks = p.hkp / HZ_QBLOCK, nseg = p.hkp / 128u;
@@ -566,6 +572,22 @@ int raise_smem_limits(const DeviceInfo &di) {
 }
 
 
+/* The two-pass gate_up kernel takes programmatic dependent launch when the caller asks for it: placed
+ * while the router still runs, it starts its copies as soon as the routing is known (OLMoE-1B-7B shape,
+ * full residency, step at positions 32-96 / ~200 / ~1024, H200, 2026-11-30: 0.667 / 0.704 / 0.770 ->
+ * 0.662 / 0.699 / 0.763 ms; doc/benchmarks.md, seventeenth round). HZ_W4A16_GU_PDL=0 launches it
+ * without (A/B runs); read once. */
+bool gu_pdl_enabled() {
+    static std::atomic<int> on{-1};
+    int v = on.load(std::memory_order_relaxed);
+    if (v < 0) {
+        const char *env = getenv("HZ_W4A16_GU_PDL");
+        v = !(env && env[0] == '0' && env[1] == '\0');
+        on.store(v, std::memory_order_relaxed);
+    }
+    return v != 0;
+}
+
 /* Blob part offsets must keep the bulk copies 16-byte aligned (they are 256-aligned by the format). */
 bool layout_aligned(const hz_expert_layout *l) {
     return ((l->gate_q | l->gate_s | l->up_q | l->up_s | l->down_q | l->down_s) & 15u) == 0;
@@ -595,10 +617,18 @@ int hz_w4a16_bulk_gate_up_launch(const hz_w4a16_args *a, void *stream) {
     if (gu_smem_bytes(p, warps) > (uint32_t)di.smem_optin) return kHzBulkNotApplicable;
     st = raise_smem_limits(di);
     if (st != HZ_OK) return st;
-    const unsigned blocks = (unsigned)((tiles + warps - 1) / warps);
-    bulk_gate_up_kernel<<<blocks, warps * 32u, gu_smem_bytes(p, warps), static_cast<cudaStream_t>(stream)>>>(p);
-    const cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped gate_up (bulk)", "kernel launch");
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)((tiles + warps - 1) / warps));
+    cfg.blockDim = dim3(warps * 32u);
+    cfg.dynamicSmemBytes = gu_smem_bytes(p, warps);
+    cfg.stream = static_cast<cudaStream_t>(stream);
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = (a->flags & HZ_W4A16_PDL) && gu_pdl_enabled() ? 1 : 0;
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, bulk_gate_up_kernel, p);
+    if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped gate_up (bulk)", "cudaLaunchKernelEx");
     return HZ_OK;
 }
 
