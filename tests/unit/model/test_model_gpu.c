@@ -16,6 +16,8 @@
  *     budget tests/golden allows against transformers;
  *   - full and partial residency with the same executor give bit-identical logits (the kernels see the
  *     same experts in the same ascending order; only where the row addresses come from differs);
+ *   - the grouped executor's sessions report the expert kernels chosen for the model: the two-pass
+ *     kernels for OLMoE (nothing runs beside its experts), the fused kernel for Qwen;
  *   - no expert bytes ever travel device -> host; ROUTING D2H copies happen at partial residency only.
  * The decode step itself (lib/model/forward_cuda.c, cuda/model/decode_ops.cu), on the grouped executor
  * at full residency:
