@@ -202,6 +202,9 @@ def run_figures(rep, run, mb, ceil, peer):
          "ttft_mean_s": run["ttft_mean_s"], "hit_rate": m["hit_rate"], "h2d_bytes": m["h2d_bytes"],
          "misses": m["misses"], "block_spread": run["block_spread"]["pooled_decode_tok_s"]["relative_spread"],
          "vram_peak_bytes": run["vram"]["peak_bytes"]}
+    # cuda sessions name the routed experts' kernels (hz_session_stats_json's expert_kernels)
+    ss = run.get("session_stats")
+    f["expert_kernels"] = ss.get("expert_kernels") if isinstance(ss, dict) else None
     # Decode roofline at the protocol's mean decode context: the step running position p attends p + 1
     # positions; a request's decode steps run positions P .. P+N-2, so their mean is P + N/2.
     mean_ctx = sum(plens) / len(plens) + n_tok / 2 if plens else 0
@@ -444,10 +447,16 @@ def roofline_lines(arch, mb, f0):
     return out
 
 
+def executor_cell(f):
+    """The executor, followed by the expert kernels its session reported where they say more."""
+    k = f.get("expert_kernels")
+    return f["executor"] + (f" ({k})" if k and k != f["executor"] else "")
+
+
 def sweep_lines(arch, figs):
     rows, rows2 = [], []
     for f in figs:
-        rows.append([f["executor"], f["residency"], f["transport"], f["blocks"], fmt(f["pooled_decode_tok_s"]),
+        rows.append([executor_cell(f), f["residency"], f["transport"], f["blocks"], fmt(f["pooled_decode_tok_s"]),
                      pct(f["decode_fraction"]), fmt(f["bound_decode_tok_s"]), pct(f["bound_fraction"]),
                      ratio(f["x_peer_default"]),
                      ratio(f["x_peer_best"]) + (f" ({f['peer_best_variant']})" if f["peer_best_variant"] else ""),
@@ -456,7 +465,7 @@ def sweep_lines(arch, figs):
         meets = UNKNOWN if f["miss_path_fraction"] is None else ("yes" if f["miss_path_fraction"] >= 0.8 else "**no**")
         if mp is None:
             meets = "-"
-        rows2.append([f["executor"], f["residency"], f["transport"], pct(f["hit_rate"]), pct(f["decode_hit_rate"]),
+        rows2.append([executor_cell(f), f["residency"], f["transport"], pct(f["hit_rate"]), pct(f["decode_hit_rate"]),
                       fmt(f["misses"], "{:,.0f}"), fmt(f["miss_bytes_per_token"], "{:,.2f}", 1e6),
                       fmt(f["prefill_miss_bytes_per_token"], "{:,.2f}", 1e6),
                       "-" if f["decode_h2d_bytes"] == 0 else fmt(f["miss_bound_decode_tok_s"]),

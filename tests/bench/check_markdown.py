@@ -216,7 +216,9 @@ def check_rows(md, figs):
     for f in figs:
         dec = "{:,.1f}".format(f["pooled_decode_tok_s"])
         frac = "{:.1f}%".format(100 * f["decode_fraction"])
-        row = f"| {f['executor']} | {f['residency']} | {f['transport']} | {f['blocks']} | {dec} | {frac} |"
+        k = f.get("expert_kernels")
+        cell = f["executor"] + (f" ({k})" if k and k != f["executor"] else "")
+        row = f"| {cell} | {f['residency']} | {f['transport']} | {f['blocks']} | {dec} | {frac} |"
         check(row in md, f"markdown lacks the row start: {row}")
 
 
@@ -279,8 +281,11 @@ def main():
     # C. another run (a report with another date) goes above the first, which stays.
     d2 = os.path.join(a.work, "run2")
     os.makedirs(d2)
-    r2 = dict(benches[0])
+    r2 = json.loads(json.dumps(benches[0]))
     r2["date_utc"] = "2027-02-03T04:05:06Z"
+    # a cuda session names its expert kernels: the row's executor cell carries them (synthetic here)
+    ss0 = r2["runs"][0].get("session_stats")
+    r2["runs"][0]["session_stats"] = dict(ss0 if isinstance(ss0, dict) else {}, expert_kernels="twopass")
     with open(os.path.join(d2, "bench-x.json"), "w") as f:
         json.dump(r2, f)
     for s in summaries.values():
@@ -292,6 +297,12 @@ def main():
           "a new run is not inserted above the earlier one, or the earlier one changed")
     check("borrowed from another call" in sec2, "run2 has no ceilings of its own, yet none are called borrowed")
     figs2 = load(os.path.join(a.work, "fig2.json"))["runs"]
+    named2 = [f for f in figs2 if f.get("expert_kernels") == "twopass"]
+    check(len(named2) == 1, f"{len(named2)} figures name the expert kernels 'twopass', expected the one run")
+    check(all(f.get("expert_kernels") is None for f in figs2 if f not in named2),
+          "expert kernels named for a cpu session")
+    check_rows(sec2, named2)
+    check(f"| {r2['runs'][0]['label']['executor']} (twopass) |" in sec2, "the row does not name the expert kernels")
     check(any(f["ceilings_borrowed"] for f in figs2) and any(not f["ceilings_borrowed"] for f in figs2),
           "borrowed flags")
     # And the first run's inputs once more: still in place, nothing else moves.
