@@ -113,6 +113,12 @@ int hz_exec_cuda_set_two_pass(hz_executor *ex, int on) {
     return HZ_OK;
 }
 
+int hz_exec_cuda_starts_on_flags(const hz_executor *ex) {
+    if (!ex || strcmp(ex->ops->device_kind, "cuda") != 0) return 0;
+    const cuda_exec *ce = (const cuda_exec *)ex;
+    return ce->grouped && grouped_path_flags(ce) == 0;
+}
+
 const char *hz_exec_cuda_path_name(const hz_executor *ex) {
     if (!ex || strcmp(ex->ops->device_kind, "cuda") != 0) return "none";
     const cuda_exec *ce = (const cuda_exec *)ex;

@@ -31,6 +31,11 @@ int hz_exec_cuda_set_two_pass(hz_executor *ex, int on);
  * (the scalar executor), or "none" when `ex` is not a cuda executor. Static string. */
 const char *hz_exec_cuda_path_name(const hz_executor *ex);
 
+/* 1 when the executor's calls take the fused kernel, the only one that starts on the ready flags of
+ * hz_exec_cuda_moe_device (the others wait for the previous kernel's end); 0 otherwise or when `ex`
+ * is not a cuda executor. */
+int hz_exec_cuda_starts_on_flags(const hz_executor *ex);
+
 /* Device scratch one call of either cuda executor needs for experts of `layout`. */
 uint64_t hz_exec_cuda_scratch_bytes(const hz_expert_layout *layout);
 

@@ -482,9 +482,8 @@ static int route_own_kernel(const hz_gpu_session *g, int shared_rows) {
  * the router tail runs inside that GEMV (HZ_GPU_ROUTE_READY). */
 static int experts_on_flags(const hz_session *s) {
     const int shared_rows = s->model->cfg.arch == HZ_ARCH_QWEN2MOE; /* enqueue_step's router GEMV */
-    /* only the fused kernel starts on the flags (the two-pass kernels wait for the router's end) */
     return s->model->gpu->full && s->gpu->route_ready && !route_own_kernel(s->gpu, shared_rows) &&
-           strcmp(hz_exec_cuda_path_name(s->model->exec), "fused") == 0;
+           hz_exec_cuda_starts_on_flags(s->model->exec);
 }
 
 /* Enqueues the copy of the first n predicted ids into `ids` (host stack memory, so the copy completes
