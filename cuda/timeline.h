@@ -37,6 +37,8 @@ void hz_tl_arm_experts(int on);
 unsigned hz_tl_take_experts(hz_tl_rec *out, unsigned max);
 void hz_tl_arm_model(int on);
 unsigned hz_tl_take_model(hz_tl_rec *out, unsigned max);
+void hz_tl_arm_router(int on);
+unsigned hz_tl_take_router(hz_tl_rec *out, unsigned max);
 #endif
 
 #ifdef __cplusplus

@@ -23,10 +23,11 @@ inline int cuda_fail(cudaError_t e, const char *what) {
 }
 
 /* Launches `kern` with or without programmatic dependent launch (the stream's previous kernel may
- * then still be running while this one issues the loads that do not depend on it). */
+ * then still be running while this one issues the loads that do not depend on it); cluster_x > 0:
+ * the grid is cut into thread-block clusters of cluster_x blocks (sm_90). */
 template <typename... P, typename... A>
-cudaError_t launch(void (*kern)(P...), unsigned grid_x, unsigned grid_y, unsigned threads, size_t smem,
-                   const hz_klaunch *k, A &&...params) {
+cudaError_t launch_ex(void (*kern)(P...), unsigned grid_x, unsigned grid_y, unsigned threads, size_t smem,
+                      const hz_klaunch *k, unsigned cluster_x, A &&...params) {
     /* Every decode kernel prefers the largest shared-memory carveout, the one the routed-expert kernel
      * (221 KB per block) runs in: an SM configured for it can then also hold the next kernel's blocks
      * while the experts finish. H200, 2026-11-30: OLMoE step 0.680 -> 0.674 ms at positions 32-96 and
@@ -44,12 +45,27 @@ cudaError_t launch(void (*kern)(P...), unsigned grid_x, unsigned grid_y, unsigne
     cfg.blockDim = dim3(threads);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = static_cast<cudaStream_t>(k->stream);
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute attr[2];
+    unsigned n = 0;
+    if (k->pdl) {
+        attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[n++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cluster_x) {
+        attr[n].id = cudaLaunchAttributeClusterDimension;
+        attr[n].val.clusterDim.x = cluster_x;
+        attr[n].val.clusterDim.y = 1;
+        attr[n++].val.clusterDim.z = 1;
+    }
     cfg.attrs = attr;
-    cfg.numAttrs = k->pdl ? 1 : 0;
+    cfg.numAttrs = n;
     return cudaLaunchKernelEx(&cfg, kern, static_cast<A &&>(params)...);
+}
+
+template <typename... P, typename... A>
+cudaError_t launch(void (*kern)(P...), unsigned grid_x, unsigned grid_y, unsigned threads, size_t smem,
+                   const hz_klaunch *k, A &&...params) {
+    return launch_ex(kern, grid_x, grid_y, threads, smem, k, 0u, static_cast<A &&>(params)...);
 }
 
 inline bool aligned16(const void *p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "decode_gemv.cuh"
 #include "decode_launch.cuh"
 #include "decode_ops.cuh"
 #include "ops_common.cuh"
@@ -10,12 +11,9 @@
 
 namespace {
 
-constexpr int kGemvWarps = 8; /* 256-thread blocks, one row per warp at a time */
-constexpr int kGemvThreads = kGemvWarps * kWarp;
-constexpr int kBatch = 8;             /* 16-byte chunks per lane in flight for one row */
-constexpr int kDeepBatch = 11;        /* the same beside the routed-expert kernel (hz_dgemv_args.beside): 44 registers,
-                                        * and a 5632-wide row (Qwen's shared down) in two whole batches */
-constexpr uint32_t kGemvMaxIn = 16384; /* x staged in shared memory: 32 KB */
+/* 16-byte chunks per lane in flight beside the routed-expert kernel (hz_dgemv_args.beside): 44
+ * registers, and a 5632-wide row (Qwen's shared down) in two whole batches */
+constexpr int kDeepBatch = 11;
 
 /* ---- step start ----------------------------------------------------------------------------------- */
 
@@ -46,113 +44,6 @@ __device__ __forceinline__ uint32_t seg_of(const dgemv_params &p, uint32_t row) 
 __device__ __forceinline__ const uint4 *row_ptr(const dgemv_params &p, uint32_t row) {
     const uint32_t s = seg_of(p, row);
     return reinterpret_cast<const uint4 *>(p.a.seg[s].w + (size_t)(row - p.start[s]) * p.a.in);
-}
-
-/* Issues the loads of chunks c0 + u*32 + lane (u < B) of one row; past the row: zeros. */
-template <int B>
-__device__ __forceinline__ void load_batch(const uint4 *w4, uint32_t c0, uint32_t lane, uint32_t chunks,
-                                           uint4 (&wv)[B]) {
-#pragma unroll
-    for (int u = 0; u < B; u++) {
-        const uint32_t c = c0 + (uint32_t)u * kWarp + lane;
-        wv[u] = c < chunks ? ld_stream(w4 + c) : make_uint4(0, 0, 0, 0);
-    }
-}
-
-template <int B>
-__device__ __forceinline__ float fma_batch(const uint4 (&wv)[B], const uint4 *xs4, uint32_t c0, uint32_t lane,
-                                           uint32_t chunks, float acc) {
-#pragma unroll
-    for (int u = 0; u < B; u++) {
-        const uint32_t c = c0 + (uint32_t)u * kWarp + lane;
-        if (c < chunks) acc = dot8(wv[u], xs4[c], acc);
-    }
-    return acc;
-}
-
-/* h = src (+ delta) for one element, formula for formula as forward.c (doc/numerics.md). */
-__device__ __forceinline__ float resnorm_h(const hz_dgemv_args &a, float src, uint32_t i, float d16, float acc,
-                                           float shared, float sg) {
-    if (!a.d && !a.acc) return src;
-    float d;
-    if (a.acc) {
-        d = round16(acc);
-        if (a.shared) d = round16(__fadd_rn(d, round16(__fmul_rn(sg, shared))));
-    } else {
-        d = d16;
-    }
-    return round16(__fadd_rn(src, d));
-}
-
-/* x = the residual add + RMSNorm of the arguments into xs (FP16), every block alike; block 0 also
- * stores h and x. VEC: 8 consecutive values per thread with 16-byte loads. */
-template <bool VEC>
-__device__ void build_resnorm(const hz_dgemv_args &a, uint16_t *xs, float *red) {
-    const uint32_t n = a.in;
-    const uint16_t *src = a.embed ? a.embed + (size_t)__ldcg(&a.step->token) * n : a.h_in;
-    const float sg = (a.acc && a.shared) ? 1.0f / (1.0f + expf(-h2f(a.shared_gate[0]))) : 0.0f;
-    float ss = 0.0f;
-    if (VEC) {
-        for (uint32_t c = threadIdx.x; c < n / 8u; c += blockDim.x) {
-            const uint4 sv = reinterpret_cast<const uint4 *>(src)[c];
-            uint4 dv = make_uint4(0, 0, 0, 0), shv = make_uint4(0, 0, 0, 0);
-            float4 a0 = make_float4(0, 0, 0, 0), a1 = a0;
-            if (a.acc) {
-                a0 = reinterpret_cast<const float4 *>(a.acc)[2 * c];
-                a1 = reinterpret_cast<const float4 *>(a.acc)[2 * c + 1];
-                if (a.shared) shv = reinterpret_cast<const uint4 *>(a.shared)[c];
-            } else if (a.d) {
-                dv = reinterpret_cast<const uint4 *>(a.d)[c];
-            }
-            const uint16_t *s16 = reinterpret_cast<const uint16_t *>(&sv);
-            const uint16_t *d16 = reinterpret_cast<const uint16_t *>(&dv);
-            const uint16_t *h16 = reinterpret_cast<const uint16_t *>(&shv);
-            const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-            uint4 out;
-            uint16_t *o16 = reinterpret_cast<uint16_t *>(&out);
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                const float h = resnorm_h(a, h2f(s16[k]), c * 8u + k, h2f(d16[k]), av[k], h2f(h16[k]), sg);
-                ss = fmaf(h, h, ss);
-                o16[k] = f2h(h);
-            }
-            reinterpret_cast<uint4 *>(xs)[c] = out;
-        }
-    } else {
-        for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
-            const float h = resnorm_h(a, h2f(src[i]), i, a.d ? h2f(a.d[i]) : 0.0f, a.acc ? a.acc[i] : 0.0f,
-                                      a.shared ? h2f(a.shared[i]) : 0.0f, sg);
-            ss = fmaf(h, h, ss);
-            xs[i] = f2h(h);
-        }
-    }
-    ss = block_reduce<false>(ss, red);
-    const float inv = 1.0f / sqrtf(ss / (float)n + a.eps);
-    const bool store = blockIdx.x == 0;
-    /* Each thread rewrites only the values it wrote itself: no barrier needed in between. */
-    if (VEC) {
-        for (uint32_t c = threadIdx.x; c < n / 8u; c += blockDim.x) {
-            const uint4 hv = reinterpret_cast<const uint4 *>(xs)[c];
-            const uint4 wv = reinterpret_cast<const uint4 *>(a.norm_w)[c];
-            const uint16_t *h16 = reinterpret_cast<const uint16_t *>(&hv);
-            const uint16_t *w16 = reinterpret_cast<const uint16_t *>(&wv);
-            uint4 yv;
-            uint16_t *y16 = reinterpret_cast<uint16_t *>(&yv);
-#pragma unroll
-            for (int k = 0; k < 8; k++) y16[k] = f2h(__fmul_rn(h2f(w16[k]), round16(__fmul_rn(h2f(h16[k]), inv))));
-            reinterpret_cast<uint4 *>(xs)[c] = yv;
-            if (store && a.h_out) reinterpret_cast<uint4 *>(a.h_out)[c] = hv;
-            if (store && a.x_out) reinterpret_cast<uint4 *>(a.x_out)[c] = yv;
-        }
-    } else {
-        for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
-            const uint16_t hb = xs[i];
-            const uint16_t y = f2h(__fmul_rn(h2f(a.norm_w[i]), round16(__fmul_rn(h2f(hb), inv))));
-            xs[i] = y;
-            if (store && a.h_out) a.h_out[i] = hb;
-            if (store && a.x_out) a.x_out[i] = y;
-        }
-    }
 }
 
 /* x = fp16(silu(g) * u), hz_model_silu_mul's formula. */
@@ -437,7 +328,7 @@ extern "C" int hz_decode_device_info(void *stream, uint32_t max_in, hz_decode_de
     if (e != cudaSuccess) return cuda_fail(e, "cudaOccupancyMaxActiveBlocksPerMultiprocessor(gemv)");
     out->sms = (uint32_t)(sms > 0 ? sms : 1);
     out->gemv_grid = out->sms * (uint32_t)(blocks > 0 ? blocks : 1);
-    return HZ_OK;
+    return hz_decode_router_cluster_supported(&out->clusters);
 }
 
 extern "C" int hz_decode_begin(int32_t token, uint32_t pos, hz_dstep *d_step, void *stream) {
@@ -464,47 +355,6 @@ extern "C" uint64_t hz_decode_tail_bytes(const hz_decode_dev *dev) {
     return 256u + (uint64_t)(dev ? dev->gemv_grid : 1u) * 8u;
 }
 
-static int dgemv_check(const hz_dgemv_args *a, const hz_decode_dev *dev) {
-    if (!a || a->nseg == 0 || a->nseg > HZ_MGEMV_MAX_SEGS || a->in == 0)
-        return hz_error(HZ_EINVAL, "decode gemv: bad arguments");
-    if (a->in > kGemvMaxIn)
-        return hz_error(HZ_EUNSUPPORTED, "decode gemv: %u inputs (at most %u)", a->in, kGemvMaxIn);
-    for (uint32_t s = 0; s < a->nseg; s++)
-        if (!a->seg[s].w || !a->seg[s].y || a->seg[s].rows == 0)
-            return hz_error(HZ_EINVAL, "decode gemv: segment %u has no weights, output or rows", s);
-    switch (a->x_mode) {
-    case HZ_DGEMV_X_PLAIN:
-        if (!a->x) return hz_error(HZ_EINVAL, "decode gemv: no x");
-        break;
-    case HZ_DGEMV_X_RESNORM:
-        if (!a->norm_w || (!a->embed && !a->h_in) || (a->embed && !a->step) || (a->shared && (!a->acc || !a->shared_gate)) ||
-            (a->h_out && (a->h_out == a->h_in)))
-            return hz_error(HZ_EINVAL, "decode gemv: bad residual-norm arguments");
-        break;
-    case HZ_DGEMV_X_SILU:
-        if (!a->g || !a->u) return hz_error(HZ_EINVAL, "decode gemv: no SiLU inputs");
-        break;
-    default:
-        return hz_error(HZ_EINVAL, "decode gemv: x mode %u", a->x_mode);
-    }
-    if (a->zero && (a->zero == a->acc || (const void *)a->zero == (const void *)a->g || (const void *)a->zero == (const void *)a->u))
-        return hz_error(HZ_EINVAL, "decode gemv: the buffer zeroed by block 0 is read by the other blocks");
-    if (a->tail != HZ_DGEMV_TAIL_NONE && (!dev || !a->tail_scratch))
-        return hz_error(HZ_EINVAL, "decode gemv: a tail needs the device facts and its scratch");
-    if (a->tail == HZ_DGEMV_TAIL_ROUTE &&
-        (a->seg[0].out_f32 || !a->ids_out || !a->w_out || (a->table && !a->rows_out) || a->top_k == 0 ||
-         a->top_k > a->seg[0].rows || a->seg[0].rows > kRouteMaxExperts || a->top_k > kRouteMaxK))
-        return hz_error(HZ_EINVAL, "decode gemv: bad router tail (E %u, K %u)", a->seg[0].rows, a->top_k);
-    if (a->ready && (a->tail != HZ_DGEMV_TAIL_ROUTE || !a->step))
-        return hz_error(HZ_EINVAL, "decode gemv: ready flags need the router tail and the step");
-    if (a->tags && (a->tail != HZ_DGEMV_TAIL_ROUTE || !a->step || a->seg[0].out_f32))
-        return hz_error(HZ_EINVAL, "decode gemv: router tags need the router tail, the step and FP16 logits");
-    if (a->tail == HZ_DGEMV_TAIL_ARGMAX && (!a->seg[0].out_f32 || !a->argmax_out))
-        return hz_error(HZ_EINVAL, "decode gemv: the argmax tail needs FP32 output and a destination");
-    if (a->tail > HZ_DGEMV_TAIL_ARGMAX) return hz_error(HZ_EINVAL, "decode gemv: tail %u", a->tail);
-    return HZ_OK;
-}
-
 /* HZ_GEMV_DEEP=0 turns the deep-batch GEMV off (A/B runs); read once. */
 static bool deep_enabled(void) {
     static int on = -1;
@@ -513,18 +363,6 @@ static bool deep_enabled(void) {
         on = !(v && strcmp(v, "0") == 0);
     }
     return on != 0;
-}
-
-/* The 16-byte path needs every vector it reads 16-byte aligned and whole chunks of 8 values. */
-static bool dgemv_vec(const hz_dgemv_args *a) {
-    bool v = a->in % 8u == 0;
-    for (uint32_t s = 0; s < a->nseg; s++) v = v && aligned16(a->seg[s].w);
-    if (a->x_mode == HZ_DGEMV_X_PLAIN) v = v && aligned16(a->x);
-    if (a->x_mode == HZ_DGEMV_X_SILU) v = v && aligned16(a->g) && aligned16(a->u);
-    if (a->x_mode == HZ_DGEMV_X_RESNORM)
-        v = v && aligned16(a->embed) && aligned16(a->h_in) && aligned16(a->d) && aligned16(a->acc) &&
-            aligned16(a->shared) && aligned16(a->norm_w) && aligned16(a->h_out) && aligned16(a->x_out);
-    return v;
 }
 
 extern "C" int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, const hz_klaunch *k) {

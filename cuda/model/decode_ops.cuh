@@ -53,6 +53,7 @@ typedef struct hz_klaunch {
 typedef struct hz_decode_dev {
     uint32_t sms;        /* multiprocessors */
     uint32_t gemv_grid;  /* most blocks a GEMV launches (resident at once); tails need this bound */
+    uint32_t clusters;   /* 1: hz_decode_router_cluster can run here (cluster launch, sm_90 code) */
 } hz_decode_dev;
 
 /* Reads the device of `stream` and the occupancy of the GEMV kernel with `max_in` FP16 inputs in
@@ -159,6 +160,22 @@ uint64_t hz_decode_tail_bytes(const hz_decode_dev *dev);
 int hz_decode_host_pointer(void *host, void **out);
 /* dev NULL: one block per 8 rows (no tails allowed). */
 int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, const hz_klaunch *k);
+
+/* ---- the router GEMV and its tail in one thread-block cluster -----------------------------------------
+ * What hz_decode_gemv does for a router alone (one segment, HZ_DGEMV_TAIL_ROUTE, at most
+ * HZ_DECODE_CLUSTER_ROWS rows, FP16 logits, no ready flags or tags) with the same sums, so the logits
+ * are bit-identical: x built by every block as there (block 0 stores h_out, x_out and zeroes `zero`),
+ * each row's dot product by one warp, the logit stored into segment 0's y. The grid is one cluster of
+ * min(8, rows) blocks, the rows cut into equal runs per block. Each block also stores its logits into
+ * block 0's shared memory, and after the cluster's barrier block 0 routes them (hz_model_route's
+ * selection: ids_out, w_out, rows_out from `table`). So the routing needs neither a second kernel nor
+ * a fence and ticket in global memory. The arguments are checked as hz_decode_gemv checks them, then
+ * against the above (HZ_EINVAL); HZ_EUNSUPPORTED where dev->clusters is 0. */
+#define HZ_DECODE_CLUSTER_ROWS 256u
+int hz_decode_router_cluster(const hz_dgemv_args *a, const hz_decode_dev *dev, const hz_klaunch *k);
+/* Whether the device current on the calling thread can launch hz_decode_router_cluster (sets
+ * hz_decode_dev.clusters through hz_decode_device_info). */
+int hz_decode_router_cluster_supported(uint32_t *out);
 
 /* ---- attention of one decode token, q/k norm, RoPE and the KV store included ------------------------------
  * For the position pos = step->pos: q, k from the FP16 projections (optionally RMSNorm'ed over their

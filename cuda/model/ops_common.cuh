@@ -218,6 +218,12 @@ __device__ __forceinline__ void route_write(const uint32_t *sel_id, const float 
  * grid may have written it. */
 __device__ __forceinline__ float route_logit(const uint16_t *logits, uint32_t e) { return h2f(__ldcg(logits + e)); }
 __device__ __forceinline__ float route_logit(const float *logits, uint32_t e) { return round16(__ldcg(logits + e)); }
+/* An FP16 logit in this block's shared memory, stored there by the blocks of its cluster (the router
+ * cluster kernel, decode_router.cu). */
+struct SharedLogit {
+    uint16_t bits;
+};
+__device__ __forceinline__ float route_logit(const SharedLogit *logits, uint32_t e) { return h2f(logits[e].bits); }
 
 /* Router over E logits (FP16, or FP32 rounded to FP16: route_logit), run by ONE block (any size that
  * is a multiple of 32): softmax in FP32 with the sum added in expert order by one thread, then the

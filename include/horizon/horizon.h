@@ -422,6 +422,9 @@ int hz_session_logits(const hz_session *session, const float **out, uint32_t *ou
  *   steps_queued_ahead (whether hz_decode_step may queue the next step), steps_ahead_adopted,
  *                      steps_ahead_discarded;
  *   argmax_readback    "kernel store" (the argmax kernel writes the token to pinned memory) or "copy";
+ *   router_tail        where the router's softmax + top-k runs: "router GEMV" (inside the router's
+ *                      GEMV kernel), "own kernel" (a kernel after it) or "router cluster" (the router
+ *                      GEMV as one thread-block cluster, which routes in one of its blocks);
  *   experts_start      "router flags" (the routed experts start once the router has written the
  *                      routing, while its kernel still runs) or "router end";
  *   expert_kernels     the routed experts' kernels: "fused" (one kernel), "twopass" (gate_up and

@@ -300,6 +300,8 @@ static float *rope_table(const hz_model_config *c, uint32_t ctx) {
  * - HZ_GPU_ROUTE_TAGS: there, the router rows hand their logits to the routing warp through per-layer
  *   tagged words (hz_dgemv_args.tags) instead of a ticket.
  * - HZ_GPU_SPECULATE: the step queued ahead (hz_gpu_session.speculate).
+ * - HZ_GPU_ROUTE_CLUSTER: where the router tail leaves the router GEMV, it runs in that GEMV's thread-
+ *   block cluster rather than in a kernel of its own (route_placement).
  * All logits are bit-identical either way (test_model_gpu). */
 static int env_on(const char *name) {
     uint32_t on = 1;
@@ -307,7 +309,7 @@ static int env_on(const char *name) {
     return (int)on;
 }
 
-/* HZ_GPU_ROUTE_KERNEL, read once per session (route_own_kernel): -1 unset or unknown, 0, 1 for "all". */
+/* HZ_GPU_ROUTE_KERNEL, read once per session (route_placement): -1 unset or unknown, 0, 1 for "all". */
 static int route_kernel_env(void) {
     const char *env = getenv("HZ_GPU_ROUTE_KERNEL");
     if (env && strcmp(env, "0") == 0) return 0;
@@ -327,6 +329,7 @@ int hz_gpu_session_create(hz_session *s) {
     g->use_graph = 1;
     g->use_pdl = 1;
     g->route_kernel = route_kernel_env();
+    g->route_cluster = env_on("HZ_GPU_ROUTE_CLUSTER");
     g->speculate = env_on("HZ_GPU_SPECULATE");
     g->route_ready = env_on("HZ_GPU_ROUTE_READY");
     const uint64_t act_bytes = layout_act(s, g, NULL);
@@ -465,24 +468,40 @@ static int enqueue_prediction(hz_session *s, uint32_t l) {
     return HZ_OK;
 }
 
-/* Whether a layer's router tail (softmax + top-k + the device row table) runs as its own one-block
- * kernel after the router GEMV (hz_model_route) instead of inside it. Inside, the GEMV must learn
- * which warp wrote the last router row: a fence and a gpu-scope atomic per row, another fence before
- * the logits are read, and the tail holds the grid open; as its own kernel, the GEMV's completion
- * orders the logits for it. Chosen when the GEMV holds only the router rows (OLMoE-1B-7B shape, step
- * at positions 32-96, H200, 2026-11-29: 0.746 / 0.747 -> 0.691 / 0.694 ms, tokens identical); with
- * Qwen's shared-expert rows in the same GEMV the tail runs while they stream, and its own kernel was
- * slower (1.491 / 1.483 -> 1.529 / 1.521 ms). HZ_GPU_ROUTE_KERNEL = 0 (never) or all (whatever the
- * rows) for the comparisons (doc/benchmarks.md, eighth round). */
-static int route_own_kernel(const hz_gpu_session *g, int shared_rows) {
-    return g->route_kernel >= 0 ? g->route_kernel : !shared_rows;
+/* Where a layer's router tail (softmax + top-k + the device row table) runs.
+ * - ROUTE_IN_GEMV: inside the router GEMV. The GEMV must learn which warp wrote the last router row:
+ *   a fence and a gpu-scope atomic per row (or tagged words), and the tail holds the grid open. With
+ *   Qwen's shared-expert rows in the same GEMV the tail runs while they stream: Qwen's default.
+ * - ROUTE_KERNEL: in its own one-block kernel after the router GEMV (hz_model_route), whose completion
+ *   orders the logits for it (OLMoE-1B-7B shape, step at positions 32-96, H200, 2026-11-29: 0.746 /
+ *   0.747 -> 0.691 / 0.694 ms against the tail inside; Qwen: 1.491 / 1.483 -> 1.529 / 1.521 ms).
+ * - ROUTE_CLUSTER: the router GEMV as one thread-block cluster whose block 0 routes once the others
+ *   have stored their logits into its shared memory (hz_decode_router_cluster): one kernel instead of
+ *   two, no round trip of the logits through L2. Where the router GEMV holds only the router rows and
+ *   the device can launch clusters; see doc/benchmarks.md (eighteenth round) for the figures.
+ * HZ_GPU_ROUTE_KERNEL = 0 (inside the GEMV) or all (its own kernel, whatever the rows) and
+ * HZ_GPU_ROUTE_CLUSTER = 0 (its own kernel instead of the cluster) for the comparisons; the logits are
+ * bit-identical in every placement (test_model_gpu). */
+enum { ROUTE_IN_GEMV, ROUTE_KERNEL, ROUTE_CLUSTER };
+static int route_placement(const hz_session *s, int shared_rows) {
+    const hz_gpu_session *g = s->gpu;
+    const int own = g->route_kernel >= 0 ? g->route_kernel : !shared_rows;
+    if (!own) return ROUTE_IN_GEMV;
+    return !shared_rows && g->route_cluster && s->model->gpu->dev.clusters &&
+                   s->model->cfg.experts <= HZ_DECODE_CLUSTER_ROWS
+               ? ROUTE_CLUSTER
+               : ROUTE_KERNEL;
+}
+
+static const char *route_placement_name(int p) {
+    return p == ROUTE_IN_GEMV ? "router GEMV" : p == ROUTE_KERNEL ? "own kernel" : "router cluster";
 }
 
 /* Whether the routed experts of a full-residency step start on the router GEMV's ready flags: where
  * the router tail runs inside that GEMV (HZ_GPU_ROUTE_READY). */
 static int experts_on_flags(const hz_session *s) {
     const int shared_rows = s->model->cfg.arch == HZ_ARCH_QWEN2MOE; /* enqueue_step's router GEMV */
-    return s->model->gpu->full && s->gpu->route_ready && !route_own_kernel(s->gpu, shared_rows) &&
+    return s->model->gpu->full && s->gpu->route_ready && route_placement(s, shared_rows) == ROUTE_IN_GEMV &&
            hz_exec_cuda_starts_on_flags(s->model->exec);
 }
 
@@ -507,7 +526,7 @@ static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n) {
  *   o GEMV
  *   router GEMV   x = ffn_norm(h + o) (also stored in xn for the experts), zeroes acc; Qwen adds the
  *                 shared expert's gate/up/gate-logit rows; tail: softmax + top-k (+ device row table),
- *                 inside the GEMV or as its own kernel (route_own_kernel)
+ *                 inside the GEMV, as its own kernel, or in the GEMV's cluster (route_placement)
  *   experts       full: one executor call on the device table, which starts on the router GEMV's
  *                 ready flags when the router tail runs inside that GEMV (route_ready); partial:
  *                 routed_partial
@@ -563,17 +582,23 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
                             .table = gm->full ? gm->table + (size_t)l * E : NULL, .rows_out = g->rows_dev,
                             .tail_scratch = g->tail, .step = g->dstep};
         r++;
-        const int own_route = route_own_kernel(g, ra.nseg > 1);
-        if (own_route) ra.tail = HZ_DGEMV_TAIL_NONE;
+        const int place = route_placement(s, ra.nseg > 1);
         ra.router_alone = (uint32_t)g->router_alone;
-        if (!own_route && g->router_alone && g->route_tags) ra.tags = g->rtags + (size_t)l * E;
+        if (place == ROUTE_IN_GEMV && g->router_alone && g->route_tags) ra.tags = g->rtags + (size_t)l * E;
         /* With the router inside the GEMV, the experts start on its flags, not at its end. */
         const int ready = experts_on_flags(s);
         if (ready) ra.ready = g->ready + 2u * l;
-        CALL(hz_decode_gemv(&ra, &gm->dev, &kl));
-        if (own_route) {
+        if (place == ROUTE_CLUSTER) {
+            CALL(hz_decode_router_cluster(&ra, &gm->dev, &kl));
+        } else if (place == ROUTE_KERNEL) {
+            const uint32_t tail = ra.tail; /* the tail ra describes, in its own kernel */
+            ra.tail = HZ_DGEMV_TAIL_NONE;
+            CALL(hz_decode_gemv(&ra, &gm->dev, &kl));
+            ra.tail = tail;
             CALL(hz_model_route(g->rlog, E, ra.top_k, ra.norm_topk, ra.ids_out, ra.w_out, ra.table, ra.rows_out, kl.pdl,
-                                stream)); /* the tail ra describes, in its own kernel */
+                                stream));
+        } else {
+            CALL(hz_decode_gemv(&ra, &gm->dev, &kl));
         }
         /* Qwen's shared down projection needs only the rows above: with a side stream it runs beside
          * the routed experts, queued after them so that their kernel is offered the device first
@@ -844,12 +869,13 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      ",\"decode_path\":\"%s\",\"decode_pdl\":%s,\"graph_kernels\":%u,\"graph_steps\":%llu,"
                      "\"eager_steps\":%llu,\"attention_splits\":%u,\"steps_queued_ahead\":%s,"
                      "\"steps_ahead_adopted\":%llu,\"steps_ahead_discarded\":%llu,\"argmax_readback\":\"%s\","
-                     "\"experts_start\":\"%s\",\"expert_kernels\":\"%s\",\"shared_down_start\":%s,"
+                     "\"router_tail\":\"%s\",\"experts_start\":\"%s\",\"expert_kernels\":\"%s\",\"shared_down_start\":%s,"
                      "\"graph_fallback\":%s%s%s",
                      path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graphs[0]),
                      (unsigned long long)g->graph_steps, (unsigned long long)g->eager_steps, g->attn_splits,
                      g->speculate ? "true" : "false", (unsigned long long)g->spec_adopted,
                      (unsigned long long)g->spec_discarded, g->d_argmax_slot[0] ? "kernel store" : "copy",
+                     route_placement_name(route_placement(s, s->model->cfg.arch == HZ_ARCH_QWEN2MOE)),
                      experts_on_flags(s) ? "router flags" : "router end", hz_exec_cuda_path_name(s->model->exec),
                      !g->side ? "null"
                      : hz_decode_side_programmatic_edges(g->side) ? "\"router trigger\""

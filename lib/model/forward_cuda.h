@@ -69,7 +69,8 @@ struct hz_gpu_session {
     uint32_t attn_splits;  /* fixed by max_context: eager steps and the graph run the same grid */
     int logits_on_host;    /* s->logits holds the logits of the last run */
     int use_graph, use_pdl; /* 1, 1 by default (hz_gpu_session_set_decode) */
-    int route_kernel;       /* HZ_GPU_ROUTE_KERNEL at creation: -1 unset, 0 never, 1 always (route_own_kernel) */
+    int route_kernel;       /* HZ_GPU_ROUTE_KERNEL at creation: -1 unset, 0 never, 1 always (route_placement) */
+    int route_cluster;      /* HZ_GPU_ROUTE_CLUSTER at creation: the router's own kernel may be its cluster */
     hz_decode_side *side;   /* Qwen: the shared expert's down projection runs here, beside the routed
                                experts (NULL: after them, on the compute queue) */
     int graph_state;       /* 0 no full-residency last-token step yet, 2 one ran eagerly (the next is

@@ -910,6 +910,7 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
         hz_tl_arm_attn(1);
         hz_tl_arm_experts(1);
         hz_tl_arm_model(1);
+        hz_tl_arm_router(1);
         if (traced_step(s, tok, trace)) {
             printf("FAIL: timeline step: %s\n", hz_last_error_message());
             goto out;
@@ -918,10 +919,12 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
         n += hz_tl_take_attn(rec + n, MAXR - n);
         n += hz_tl_take_experts(rec + n, MAXR - n);
         n += hz_tl_take_model(rec + n, MAXR - n);
+        n += hz_tl_take_router(rec + n, MAXR - n);
         hz_tl_arm_gemv(0);
         hz_tl_arm_attn(0);
         hz_tl_arm_experts(0);
         hz_tl_arm_model(0);
+        hz_tl_arm_router(0);
         const uint32_t m = tl_group(rec, n, ln, MAXL, c);
         for (uint32_t i = 1; i < n; i++) /* records are sorted by entry within a launch */
             if (rec[i].kind == rec[i - 1].kind && rec[i].tag == rec[i - 1].tag && rec[i].t_entry > rec[i - 1].t_entry) {

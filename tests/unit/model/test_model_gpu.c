@@ -23,7 +23,9 @@
  * at full residency:
  *   - the CUDA graph, eager launches with programmatic dependent launch, plain eager launches, and the
  *     graph with the router tail in its own kernel instead of inside the router GEMV or the reverse
- *     (HZ_GPU_ROUTE_KERNEL) give bit-identical logits for the whole sequence, and the graph really ran
+ *     (HZ_GPU_ROUTE_KERNEL), and OLMoE's router as one thread-block cluster or as two kernels
+ *     (HZ_GPU_ROUTE_CLUSTER) give bit-identical logits for the whole sequence, the session stats name
+ *     where the router tail ran, and the graph really ran
  *     (the session stats say "graph" with graph steps > 0; a capture failure is a test failure and
  *     prints why);
  *   - greedy steps bring 4 bytes (the argmax) back per step, not the logits (stored into pinned memory
@@ -213,17 +215,19 @@ static uint64_t decode_path(hz_session *s, char *out, size_t n) {
  * and the graph with the router rows handing over through a ticket instead of tagged words
  * (HZ_GPU_ROUTE_TAGS=0) on the same model: bit-identical logits; the stats say where the experts and the shared down start;
  * greedy steps copy 4 bytes back, not the logits; a sampling session fetches them. */
-#define N_MODES 8
+#define N_MODES 9
 static void check_decode_modes(const char *path, const char *arch) {
     static const struct {
         const char *name;
-        int graph, pdl, other_route, no_ready, full_edge, spread, ticket;
-    } modes[N_MODES] = {{"graph+pdl", 1, 1, 0, 0, 0, 0, 0}, {"eager+pdl", 0, 1, 0, 0, 0, 0, 0}, {"eager", 0, 0, 0, 0, 0, 0, 0},
-                        {"graph+pdl, other router tail", 1, 1, 1, 0, 0, 0, 0},
-                        {"graph+pdl, experts after the router's end", 1, 1, 0, 1, 0, 0, 0},
-                        {"graph+pdl, shared down after the router's end", 1, 1, 0, 0, 1, 0, 0},
-                        {"graph+pdl, router rows spread over all warps", 1, 1, 0, 0, 0, 1, 0},
-                        {"graph+pdl, router rows through a ticket", 1, 1, 0, 0, 0, 0, 1}};
+        int graph, pdl, other_route, no_ready, full_edge, spread, ticket, no_cluster;
+    } modes[N_MODES] = {{"graph+pdl", 1, 1, 0, 0, 0, 0, 0, 0}, {"eager+pdl", 0, 1, 0, 0, 0, 0, 0, 0},
+                        {"eager", 0, 0, 0, 0, 0, 0, 0, 0},
+                        {"graph+pdl, other router tail", 1, 1, 1, 0, 0, 0, 0, 0},
+                        {"graph+pdl, experts after the router's end", 1, 1, 0, 1, 0, 0, 0, 0},
+                        {"graph+pdl, shared down after the router's end", 1, 1, 0, 0, 1, 0, 0, 0},
+                        {"graph+pdl, router rows spread over all warps", 1, 1, 0, 0, 0, 1, 0, 0},
+                        {"graph+pdl, router rows through a ticket", 1, 1, 0, 0, 0, 0, 1, 0},
+                        {"graph+pdl, router tail in its own kernel, not the router's cluster", 1, 1, 0, 0, 0, 0, 0, 1}};
     /* the default places OLMoE's tail in its own kernel and Qwen's inside the GEMV (forward_cuda.c) */
     const char *other_route = strcmp(arch, "olmoe") == 0 ? "0" : "all";
     stack g;
@@ -238,12 +242,14 @@ static void check_decode_modes(const char *path, const char *arch) {
         if (modes[md].full_edge) setenv("HZ_GPU_SIDE_EDGE", "0", 1);
         if (modes[md].spread) setenv("HZ_GPU_ROUTER_ALONE", "0", 1);
         if (modes[md].ticket) setenv("HZ_GPU_ROUTE_TAGS", "0", 1);
+        if (modes[md].no_cluster) setenv("HZ_GPU_ROUTE_CLUSTER", "0", 1);
         hz_session *s = NULL;
         int st = hz_session_create(g.m, NULL, &s);
         unsetenv("HZ_GPU_ROUTE_READY");
         unsetenv("HZ_GPU_SIDE_EDGE");
         unsetenv("HZ_GPU_ROUTER_ALONE");
         unsetenv("HZ_GPU_ROUTE_TAGS");
+        unsetenv("HZ_GPU_ROUTE_CLUSTER");
         if (!st) st = hz_gpu_session_set_decode(s, modes[md].graph, modes[md].pdl, 0);
         if (st || !lg[md]) {
             FAILF("%s %s: session: %s", arch, modes[md].name, hz_last_error_message());
@@ -279,10 +285,17 @@ static void check_decode_modes(const char *path, const char *arch) {
              * fused kernel beside Qwen's shared down (hz_gpu_model_create); HZ_W4A16_PATH is not set here */
             const char *want_k = strcmp(arch, "olmoe") == 0 ? "\"expert_kernels\":\"twopass\""
                                                             : "\"expert_kernels\":\"fused\"";
+            /* where the router tail ran: OLMoE's router GEMV holds the router rows alone, so by default
+             * it runs as one cluster that routes (on a device that launches clusters: the tiny model
+             * then has 8 blocks of one row each); Qwen's routes inside its GEMV */
+            const char *want_rt = tail_in_gemv                                     ? "\"router_tail\":\"router GEMV\""
+                                  : strcmp(arch, "olmoe") != 0 || modes[md].no_cluster ? "\"router_tail\":\"own kernel\""
+                                  : g.m->gpu->dev.clusters                          ? "\"router_tail\":\"router cluster\""
+                                                                                   : "\"router_tail\":\"own kernel\"";
             char *js = NULL;
             if (hz_session_stats_json(s, &js) != HZ_OK || !strstr(js, want) || !strstr(js, want_sd) ||
-                !strstr(js, want_k))
-                FAILF("%s %s: stats without %s, %s or %s", arch, modes[md].name, want, want_sd, want_k);
+                !strstr(js, want_k) || !strstr(js, want_rt))
+                FAILF("%s %s: stats without %s, %s, %s or %s", arch, modes[md].name, want, want_sd, want_k, want_rt);
             hz_free(js);
         }
         if (ok && md == 0) { /* lazy logits: greedy steps bring back the argmax only */

@@ -1,0 +1,288 @@
+/* The router GEMV run as one thread-block cluster (hz_decode_router_cluster, cuda/model/decode_router.cu)
+ * against the two kernels it replaces, the decode GEMV without its tail followed by hz_model_route
+ * (suite 'gpu': needs a CUDA device that launches clusters, else it says so and passes nothing off as
+ * checked: it exits 77, meson's "skipped").
+ *
+ * For router shapes that cover one row per block (8 experts: a cluster of 8 blocks with one row each),
+ * OLMoE-1B-7B's 64 x 2048, rows that do not divide by the 8 blocks, several rows per warp (256), a
+ * width that is not a multiple of 8 values (the scalar path), with and without the device row table,
+ * top-k renormalised or not, with and without programmatic dependent launch, the test checks that the
+ * logits, h_out, x_out, the chosen ids, weights and row addresses are bit-identical, and that the
+ * accumulators were zeroed. Inputs are fresh random values per shape; outputs start poisoned. It also
+ * checks that bad arguments come back as HZ_EINVAL naming the router cluster, and a device without
+ * clusters as HZ_EUNSUPPORTED. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "core/core.h"
+#include "core/fp16.h"
+#include "horizon/horizon.h"
+
+#include "../../../cuda/model/decode_ops.cuh"
+#include "../../../cuda/model/model_ops.cuh"
+
+static int g_failures;
+#define FAILF(...)                                                                                        \
+    do {                                                                                                  \
+        printf("FAIL: " __VA_ARGS__);                                                                     \
+        printf("\n");                                                                                     \
+        g_failures++;                                                                                     \
+    } while (0)
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+static float urand(void) { /* uniform in [-1, 1) */
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (float)((g_rng >> 40) & 0xffffffu) / 8388608.0f - 1.0f;
+}
+
+/* One run's outputs on the device (the two runs side by side). */
+typedef struct {
+    uint16_t *y, *h_out, *x_out;
+    float *zero, *w_out;
+    uint32_t *ids;
+    const void **rows;
+    void *tail;
+} bufs;
+
+static int dev_alloc(void **p, size_t n) {
+    if (cudaMalloc(p, n) != cudaSuccess) {
+        FAILF("cudaMalloc of %zu bytes", n);
+        return 1;
+    }
+    return 0;
+}
+
+static void *dev_f16(uint32_t n, float scale, float base) {
+    uint16_t *h = malloc((size_t)n * 2u);
+    void *d = NULL;
+    if (!h) return NULL;
+    for (uint32_t i = 0; i < n; i++) h[i] = hz_f32_to_f16(base + scale * urand());
+    if (!dev_alloc(&d, (size_t)n * 2u) && cudaMemcpy(d, h, (size_t)n * 2u, cudaMemcpyHostToDevice) != cudaSuccess)
+        FAILF("cudaMemcpy");
+    free(h);
+    return d;
+}
+
+typedef struct {
+    uint32_t E, in, K;
+    int table, norm_topk, pdl;
+} shape;
+
+/* Copies n bytes of two device buffers back and compares them; names the first difference. */
+static int same(const char *what, const shape *sh, const void *a, const void *b, size_t n) {
+    unsigned char *ha = malloc(n), *hb = malloc(n);
+    int ok = ha && hb && cudaMemcpy(ha, a, n, cudaMemcpyDeviceToHost) == cudaSuccess &&
+             cudaMemcpy(hb, b, n, cudaMemcpyDeviceToHost) == cudaSuccess;
+    if (!ok) FAILF("E %u in %u: copying %s back", sh->E, sh->in, what);
+    else if (memcmp(ha, hb, n) != 0) {
+        size_t i = 0;
+        while (ha[i] == hb[i]) i++;
+        FAILF("E %u in %u top-%u table %d norm %d pdl %d: %s differs at byte %zu (%02x against %02x)", sh->E, sh->in,
+              sh->K, sh->table, sh->norm_topk, sh->pdl, what, i, ha[i], hb[i]);
+        ok = 0;
+    }
+    free(ha);
+    free(hb);
+    return ok;
+}
+
+static void check_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t stream) {
+    const uint32_t E = sh->E, in = sh->in, K = sh->K;
+    uint16_t *w = dev_f16(E * in, 8.0f / sqrtf((float)in), 0.0f);
+    uint16_t *h_in = dev_f16(in, 1.0f, 0.0f), *dlt = dev_f16(in, 0.5f, 0.0f), *norm_w = dev_f16(in, 0.1f, 1.0f);
+    const void **table_h = malloc(E * sizeof *table_h);
+    bufs r[2] = {{0}};
+    void *table = NULL;
+    int ok = w && h_in && dlt && norm_w && table_h && !dev_alloc(&table, E * sizeof(void *));
+    for (uint32_t e = 0; ok && e < E; e++) table_h[e] = (const void *)(uintptr_t)(0x10000u + 4096u * (e * 7u % E));
+    if (ok) ok = cudaMemcpy(table, table_h, E * sizeof(void *), cudaMemcpyHostToDevice) == cudaSuccess;
+    for (int k = 0; k < 2 && ok; k++) {
+        ok = !dev_alloc((void **)&r[k].y, E * 2u) && !dev_alloc((void **)&r[k].h_out, in * 2u) &&
+             !dev_alloc((void **)&r[k].x_out, in * 2u) && !dev_alloc((void **)&r[k].zero, in * 4u) &&
+             !dev_alloc((void **)&r[k].w_out, K * 4u) && !dev_alloc((void **)&r[k].ids, K * 4u) &&
+             !dev_alloc((void **)&r[k].rows, K * sizeof(void *)) &&
+             !dev_alloc(&r[k].tail, hz_decode_tail_bytes(dev));
+        /* poison: NaN halves and floats, ids past E; the tail scratch must start at zero */
+        ok = ok && cudaMemset(r[k].y, 0xff, E * 2u) == cudaSuccess && cudaMemset(r[k].h_out, 0xff, in * 2u) == cudaSuccess &&
+             cudaMemset(r[k].x_out, 0xff, in * 2u) == cudaSuccess && cudaMemset(r[k].zero, 0xff, in * 4u) == cudaSuccess &&
+             cudaMemset(r[k].w_out, 0xff, K * 4u) == cudaSuccess && cudaMemset(r[k].ids, 0xff, K * 4u) == cudaSuccess &&
+             cudaMemset(r[k].rows, 0xff, K * sizeof(void *)) == cudaSuccess &&
+             cudaMemset(r[k].tail, 0, hz_decode_tail_bytes(dev)) == cudaSuccess;
+    }
+    if (!ok) {
+        FAILF("E %u in %u: setting up", E, in);
+        goto out;
+    }
+    hz_klaunch kl = {stream, sh->pdl};
+    for (int k = 0; k < 2; k++) {
+        hz_dgemv_args a;
+        memset(&a, 0, sizeof a);
+        a.seg[0] = (hz_mgemv_seg){w, NULL, r[k].y, E, 0};
+        a.nseg = 1;
+        a.in = in;
+        a.x_mode = HZ_DGEMV_X_RESNORM;
+        a.h_in = h_in;
+        a.d = dlt;
+        a.norm_w = norm_w;
+        a.eps = 1e-5f;
+        a.h_out = r[k].h_out;
+        a.x_out = r[k].x_out;
+        a.zero = r[k].zero;
+        a.zero_n = in;
+        a.tail = HZ_DGEMV_TAIL_ROUTE;
+        a.top_k = K;
+        a.norm_topk = sh->norm_topk;
+        a.ids_out = r[k].ids;
+        a.w_out = r[k].w_out;
+        a.table = sh->table ? table : NULL;
+        a.rows_out = sh->table ? r[k].rows : NULL;
+        a.tail_scratch = r[k].tail;
+        int st;
+        if (k == 0) { /* the two kernels */
+            a.tail = HZ_DGEMV_TAIL_NONE;
+            st = hz_decode_gemv(&a, dev, &kl);
+            if (!st)
+                st = hz_model_route(r[k].y, E, K, sh->norm_topk, r[k].ids, r[k].w_out, a.table, a.rows_out, sh->pdl,
+                                    stream);
+        } else {
+            st = hz_decode_router_cluster(&a, dev, &kl);
+        }
+        if (st) {
+            FAILF("E %u in %u: %s: %s", E, in, k ? "router cluster" : "GEMV + route", hz_last_error_message());
+            goto out;
+        }
+    }
+    cudaError_t ce = cudaStreamSynchronize(stream);
+    if (ce != cudaSuccess) {
+        FAILF("E %u in %u: running: %s", E, in, cudaGetErrorString(ce));
+        goto out;
+    }
+    ok = same("logits", sh, r[0].y, r[1].y, E * 2u) & same("h_out", sh, r[0].h_out, r[1].h_out, in * 2u) &
+         same("x_out", sh, r[0].x_out, r[1].x_out, in * 2u) & same("ids", sh, r[0].ids, r[1].ids, K * 4u) &
+         same("weights", sh, r[0].w_out, r[1].w_out, K * 4u) &
+         (!sh->table || same("rows", sh, r[0].rows, r[1].rows, K * sizeof(void *)));
+    float *z = malloc(in * 4u);
+    uint32_t *ids = malloc(K * 4u);
+    if (z && ids && cudaMemcpy(z, r[1].zero, in * 4u, cudaMemcpyDeviceToHost) == cudaSuccess &&
+        cudaMemcpy(ids, r[1].ids, K * 4u, cudaMemcpyDeviceToHost) == cudaSuccess) {
+        for (uint32_t i = 0; i < in; i++)
+            if (z[i] != 0.0f) {
+                FAILF("E %u in %u: accumulator %u not zeroed (%g)", E, in, i, z[i]);
+                ok = 0;
+                break;
+            }
+        for (uint32_t k = 0; k < K; k++) /* the poison is gone: valid, ascending, distinct ids */
+            if (ids[k] >= E || (k && ids[k] <= ids[k - 1])) {
+                FAILF("E %u in %u: id %u at slot %u", E, in, ids[k], k);
+                ok = 0;
+                break;
+            }
+    } else {
+        FAILF("E %u in %u: copying the accumulators back", E, in);
+        ok = 0;
+    }
+    free(z);
+    free(ids);
+    if (ok)
+        printf("router cluster: E %3u in %4u top-%u table %d norm %d pdl %d: logits, h, x, ids, weights%s "
+               "bit-identical to GEMV + route\n",
+               E, in, K, sh->table, sh->norm_topk, sh->pdl, sh->table ? ", rows" : "");
+out:
+    for (int k = 0; k < 2; k++) {
+        cudaFree(r[k].y), cudaFree(r[k].h_out), cudaFree(r[k].x_out), cudaFree(r[k].zero);
+        cudaFree(r[k].w_out), cudaFree(r[k].ids), cudaFree(r[k].rows), cudaFree(r[k].tail);
+    }
+    cudaFree(w), cudaFree(h_in), cudaFree(dlt), cudaFree(norm_w), cudaFree(table);
+    free(table_h);
+}
+
+/* Bad arguments: HZ_EINVAL naming the router cluster; no clusters: HZ_EUNSUPPORTED. Nothing runs. */
+static void check_refusals(const hz_decode_dev *dev, cudaStream_t stream) {
+    static uint16_t dummy[16];
+    hz_klaunch kl = {stream, 1};
+    hz_dgemv_args good;
+    memset(&good, 0, sizeof good);
+    good.seg[0] = (hz_mgemv_seg){dummy, NULL, dummy, 8, 0};
+    good.nseg = 1;
+    good.in = 8;
+    good.x_mode = HZ_DGEMV_X_RESNORM;
+    good.h_in = dummy;
+    good.norm_w = dummy;
+    good.tail = HZ_DGEMV_TAIL_ROUTE;
+    good.top_k = 2;
+    good.ids_out = (uint32_t *)dummy;
+    good.w_out = (float *)dummy;
+    good.tail_scratch = dummy;
+    hz_dgemv_args bad[5];
+    const char *what[5] = {"two segments", "300 rows", "no router tail", "ready flags", "plain x"};
+    for (int i = 0; i < 5; i++) bad[i] = good;
+    bad[0].seg[1] = good.seg[0], bad[0].nseg = 2;
+    bad[1].seg[0].rows = 300;
+    bad[2].tail = HZ_DGEMV_TAIL_NONE;
+    bad[3].ready = (uint32_t *)dummy, bad[3].step = (const hz_dstep *)dummy;
+    bad[4].x_mode = HZ_DGEMV_X_PLAIN, bad[4].x = dummy;
+    int all = 1;
+    for (int i = 0; i < 5; i++) {
+        int st = hz_decode_router_cluster(&bad[i], dev, &kl);
+        if (st != HZ_EINVAL || !strstr(hz_last_error_message(), "router cluster")) {
+            FAILF("router cluster with %s: %s (%s), expected HZ_EINVAL naming the router cluster", what[i],
+                  hz_status_name(st), hz_last_error_message());
+            all = 0;
+        }
+    }
+    hz_decode_dev none = *dev;
+    none.clusters = 0;
+    int st = hz_decode_router_cluster(&good, &none, &kl);
+    if (st != HZ_EUNSUPPORTED) {
+        FAILF("router cluster without clusters: %s, expected HZ_EUNSUPPORTED", hz_status_name(st));
+        all = 0;
+    }
+    if (all) printf("router cluster: bad arguments refused (HZ_EINVAL), no clusters refused (HZ_EUNSUPPORTED)\n");
+}
+
+int main(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        printf("router_cluster: no CUDA device: skipped\n");
+        return 77;
+    }
+    cudaStream_t stream;
+    if (cudaStreamCreate(&stream) != cudaSuccess) {
+        printf("FAIL: cudaStreamCreate\n");
+        return 1;
+    }
+    hz_decode_dev dev;
+    if (hz_decode_device_info(stream, 4096, &dev) != HZ_OK) {
+        printf("FAIL: device info: %s\n", hz_last_error_message());
+        return 1;
+    }
+    if (!dev.clusters) {
+        printf("router_cluster: this device or build cannot launch clusters: skipped\n");
+        return 77;
+    }
+    static const shape shapes[] = {
+        {8, 256, 2, 1, 0, 1},    /* tiny OLMoE: 8 blocks of one row each */
+        {64, 2048, 8, 1, 0, 1},  /* OLMoE-1B-7B */
+        {64, 2048, 8, 0, 1, 0},  /* no table, renormalised, no PDL */
+        {60, 2048, 4, 1, 0, 1},  /* Qwen1.5-MoE's 60 experts: runs of 8, the last of 4 */
+        {100, 1000, 6, 1, 1, 1}, /* runs of 13; a width that leaves a partial batch */
+        {256, 512, 8, 1, 0, 1},  /* four rows per warp */
+        {33, 2050, 3, 1, 0, 1},  /* a width that is not a multiple of 8: the scalar path */
+        {3, 64, 1, 0, 0, 0},     /* fewer rows than 8: a cluster of 3 */
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shape(&shapes[i], &dev, stream);
+    check_refusals(&dev, stream);
+    cudaStreamDestroy(stream);
+    if (g_failures) {
+        printf("router_cluster: %d failure(s)\n", g_failures);
+        return 1;
+    }
+    printf("router_cluster: OK\n");
+    return 0;
+}
