@@ -7,8 +7,9 @@
  * OLMoE-1B-7B's 64 x 2048, rows that do not divide by the 8 blocks, several rows per warp (256), a
  * width that is not a multiple of 8 values (the scalar path), with and without the device row table,
  * top-k renormalised or not, with and without programmatic dependent launch, the test checks that the
- * logits, h_out, x_out, the chosen ids, weights and row addresses are bit-identical, and that the
- * accumulators were zeroed. Inputs are fresh random values per shape; outputs start poisoned. It also
+ * logits, h_out, x_out, the chosen ids, weights and row addresses are bit-identical, that the
+ * accumulators were zeroed, and that the ids and weights are those the host's router (forward.c's
+ * order: softmax, the K largest with ties to the lower id) picks from the same logits. Inputs are fresh random values per shape; outputs start poisoned. It also
  * checks that bad arguments come back as HZ_EINVAL naming the router cluster, and a device without
  * clusters as HZ_EUNSUPPORTED. */
 #include <math.h>
@@ -67,6 +68,38 @@ static void *dev_f16(uint32_t n, float scale, float base) {
         FAILF("cudaMemcpy");
     free(h);
     return d;
+}
+
+/* The router on the host from the device's FP16 logits, in forward.c's order: softmax in FP32 with the
+ * sum added in expert order, the K largest (ties to the lower id), optionally renormalised in rank
+ * order; ids ascending with their weights (K <= 64). */
+static void host_route(const uint16_t *lg, uint32_t E, uint32_t K, int norm, uint32_t *ids, float *w) {
+    float mx = -INFINITY, sum = 0.0f, p[256], sel[64];
+    uint32_t sid[64];
+    for (uint32_t e = 0; e < E; e++) mx = fmaxf(mx, hz_f16_to_f32(lg[e]));
+    for (uint32_t e = 0; e < E; e++) sum += p[e] = expf(hz_f16_to_f32(lg[e]) - mx);
+    for (uint32_t e = 0; e < E; e++) p[e] *= 1.0f / sum;
+    for (uint32_t k = 0; k < K; k++) {
+        uint32_t best = E;
+        for (uint32_t e = 0; e < E; e++) {
+            int taken = 0;
+            for (uint32_t j = 0; j < k; j++) taken |= sid[j] == e;
+            if (!taken && (best == E || p[e] > p[best])) best = e;
+        }
+        sid[k] = best;
+        sel[k] = p[best];
+    }
+    if (norm) {
+        float s = 0.0f;
+        for (uint32_t k = 0; k < K; k++) s += sel[k];
+        for (uint32_t k = 0; k < K; k++) sel[k] /= s;
+    }
+    for (uint32_t k = 0; k < K; k++) { /* by id, as the executor wants them */
+        uint32_t at = 0;
+        for (uint32_t j = 0; j < K; j++) at += sid[j] < sid[k];
+        ids[at] = sid[k];
+        w[at] = sel[k];
+    }
 }
 
 typedef struct {
@@ -167,19 +200,26 @@ static void check_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t 
          same("x_out", sh, r[0].x_out, r[1].x_out, in * 2u) & same("ids", sh, r[0].ids, r[1].ids, K * 4u) &
          same("weights", sh, r[0].w_out, r[1].w_out, K * 4u) &
          (!sh->table || same("rows", sh, r[0].rows, r[1].rows, K * sizeof(void *)));
-    float *z = malloc(in * 4u);
+    float *z = malloc(in * 4u), *wk = malloc(K * 4u);
     uint32_t *ids = malloc(K * 4u);
-    if (z && ids && cudaMemcpy(z, r[1].zero, in * 4u, cudaMemcpyDeviceToHost) == cudaSuccess &&
-        cudaMemcpy(ids, r[1].ids, K * 4u, cudaMemcpyDeviceToHost) == cudaSuccess) {
+    uint16_t *lg = malloc(E * 2u);
+    if (z && ids && wk && lg && cudaMemcpy(z, r[1].zero, in * 4u, cudaMemcpyDeviceToHost) == cudaSuccess &&
+        cudaMemcpy(ids, r[1].ids, K * 4u, cudaMemcpyDeviceToHost) == cudaSuccess &&
+        cudaMemcpy(wk, r[1].w_out, K * 4u, cudaMemcpyDeviceToHost) == cudaSuccess &&
+        cudaMemcpy(lg, r[1].y, E * 2u, cudaMemcpyDeviceToHost) == cudaSuccess) {
         for (uint32_t i = 0; i < in; i++)
             if (z[i] != 0.0f) {
                 FAILF("E %u in %u: accumulator %u not zeroed (%g)", E, in, i, z[i]);
                 ok = 0;
                 break;
             }
-        for (uint32_t k = 0; k < K; k++) /* the poison is gone: valid, ascending, distinct ids */
-            if (ids[k] >= E || (k && ids[k] <= ids[k - 1])) {
-                FAILF("E %u in %u: id %u at slot %u", E, in, ids[k], k);
+        uint32_t want[64];
+        float want_w[64];
+        host_route(lg, E, K, sh->norm_topk, want, want_w);
+        for (uint32_t k = 0; k < K; k++) /* the host's selection from the same logits */
+            if (ids[k] != want[k] || !(fabsf(wk[k] - want_w[k]) <= 1e-6f * fabsf(want_w[k]))) {
+                FAILF("E %u in %u: slot %u holds expert %u weight %.9g, the host chose %u weight %.9g", E, in, k,
+                      ids[k], wk[k], want[k], want_w[k]);
                 ok = 0;
                 break;
             }
@@ -188,7 +228,9 @@ static void check_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t 
         ok = 0;
     }
     free(z);
+    free(wk);
     free(ids);
+    free(lg);
     if (ok)
         printf("router cluster: E %3u in %4u top-%u table %d norm %d pdl %d: logits, h, x, ids, weights%s "
                "bit-identical to GEMV + route\n",
