@@ -11,8 +11,6 @@
  * kernels'. */
 #include <cooperative_groups.h>
 
-#include <cstdlib>
-#include <cstring>
 
 #include "decode_gemv.cuh"
 #include "decode_launch.cuh"
@@ -47,7 +45,7 @@ __device__ __forceinline__ void cluster_wait() {
 
 /* Block b of the cluster computes rows [b * per, min(E, (b + 1) * per)), warp w of them the rows
  * w, w + 8, ... of that run; every logit also goes to block 0's lg[]. */
-template <bool VEC, bool WARP>
+template <bool VEC>
 __global__ void __launch_bounds__(kGemvThreads) router_cluster_kernel(const __grid_constant__ hz_dgemv_args a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ __align__(16) uint16_t xs[]; /* x: [in rounded up to 8] */
@@ -106,21 +104,8 @@ __global__ void __launch_bounds__(kGemvThreads) router_cluster_kernel(const __gr
     cluster_wait();
     if (blockIdx.x != 0) return; /* nobody reads the other blocks' shared memory */
     if (threadIdx.x == 0) HZ_TL_MARK(1);
-    if (WARP) {
-        if (warp == 0) {
-            float mx = -INFINITY;
-            for (uint32_t e = lane; e < E; e += kWarp) {
-                prob[e] = h2f(lg[e].bits);
-                mx = fmaxf(mx, prob[e]);
-            }
-            __syncwarp();
-            route_warp_select(prob, warp_max(mx), E, a.top_k, a.norm_topk, a.ids_out, a.w_out, a.table ? tab : nullptr,
-                              a.rows_out);
-        }
-    } else {
-        route_block(lg, E, a.top_k, a.norm_topk, a.ids_out, a.w_out, a.table ? tab : nullptr, a.rows_out, prob, red,
-                    &inv_sum);
-    }
+    route_block(lg, E, a.top_k, a.norm_topk, a.ids_out, a.w_out, a.table ? tab : nullptr, a.rows_out, prob, red,
+                &inv_sum);
     if (threadIdx.x == 0) HZ_TL_MARK(2);
 #endif
 }
@@ -136,7 +121,7 @@ extern "C" int hz_decode_router_cluster_supported(uint32_t *out) {
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&on, cudaDevAttrClusterLaunch, dev);
     if (e != cudaSuccess) return cuda_fail(e, "cudaDeviceGetAttribute(cudaDevAttrClusterLaunch)");
     cudaFuncAttributes fa = {};
-    e = cudaFuncGetAttributes(&fa, router_cluster_kernel<true, false>);
+    e = cudaFuncGetAttributes(&fa, router_cluster_kernel<true>);
     if (e != cudaSuccess) { /* no code for this device: the caller keeps the two kernels */
         (void)cudaGetLastError();
         return HZ_OK;
@@ -160,17 +145,8 @@ extern "C" int hz_decode_router_cluster(const hz_dgemv_args *a, const hz_decode_
                         HZ_DECODE_CLUSTER_ROWS, a->nseg, E);
     const unsigned blocks = E < kClusterMax ? E : kClusterMax;
     const size_t smem = (size_t)((a->in + 7u) & ~7u) * 2u;
-    static int warp_route = -1; /* experiment: HZ_GPU_ROUTE_WARP=1 routes by one warp */
-    if (warp_route < 0) {
-        const char *v = getenv("HZ_GPU_ROUTE_WARP");
-        warp_route = v && strcmp(v, "1") == 0;
-    }
-    cudaError_t e;
-    if (warp_route)
-        e = dgemv_vec(a) ? launch_ex(router_cluster_kernel<true, true>, blocks, 1, kGemvThreads, smem, k, blocks, *a)
-                         : launch_ex(router_cluster_kernel<false, true>, blocks, 1, kGemvThreads, smem, k, blocks, *a);
-    else
-        e = dgemv_vec(a) ? launch_ex(router_cluster_kernel<true, false>, blocks, 1, kGemvThreads, smem, k, blocks, *a)
-                         : launch_ex(router_cluster_kernel<false, false>, blocks, 1, kGemvThreads, smem, k, blocks, *a);
+    const cudaError_t e =
+        dgemv_vec(a) ? launch_ex(router_cluster_kernel<true>, blocks, 1, kGemvThreads, smem, k, blocks, *a)
+                     : launch_ex(router_cluster_kernel<false>, blocks, 1, kGemvThreads, smem, k, blocks, *a);
     return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the router cluster");
 }
