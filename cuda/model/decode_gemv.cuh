@@ -52,10 +52,23 @@ __device__ __forceinline__ float resnorm_h(const hz_dgemv_args &a, float src, ui
     return round16(__fadd_rn(src, d));
 }
 
-/* x = the residual add + RMSNorm of the arguments into xs (FP16), every block alike; block 0 also
- * stores h and x. VEC: 8 consecutive values per thread with 16-byte loads. */
+/* The norm weights' chunk `threadIdx.x` (VEC, RESNORM; zeros otherwise), loaded before the kernel's
+ * dependency wait: weights are never written by a step, and build_resnorm then multiplies by them
+ * right after its reduction instead of starting another round trip to L2 there. Kernel timeline
+ * (H200, 2026-11-30, OLMoE step): the router's prologue 1.46 -> 1.17 us, the q/k/v GEMV's 3.53 ->
+ * 3.34. Only the router cluster takes it: in the general GEMV (64 registers per thread) the chunk
+ * spilled, and the step was slower (0.650 -> 0.656 ms at positions 32-96). */
 template <bool VEC>
-__device__ void build_resnorm(const hz_dgemv_args &a, uint16_t *xs, float *red) {
+__device__ __forceinline__ uint4 norm_w_first(const hz_dgemv_args &a) {
+    if (!VEC || a.x_mode != HZ_DGEMV_X_RESNORM || threadIdx.x >= a.in / 8u) return make_uint4(0, 0, 0, 0);
+    return __ldg(reinterpret_cast<const uint4 *>(a.norm_w) + threadIdx.x);
+}
+
+/* x = the residual add + RMSNorm of the arguments into xs (FP16), every block alike; block 0 also
+ * stores h and x. VEC: 8 consecutive values per thread with 16-byte loads; nw0: norm_w_first, used
+ * where have_nw0. */
+template <bool VEC>
+__device__ void build_resnorm(const hz_dgemv_args &a, uint16_t *xs, float *red, uint4 nw0, bool have_nw0) {
     const uint32_t n = a.in;
     const uint16_t *src = a.embed ? a.embed + (size_t)__ldcg(&a.step->token) * n : a.h_in;
     const float sg = (a.acc && a.shared) ? 1.0f / (1.0f + expf(-h2f(a.shared_gate[0]))) : 0.0f;
@@ -101,7 +114,7 @@ __device__ void build_resnorm(const hz_dgemv_args &a, uint16_t *xs, float *red) 
     if (VEC) {
         for (uint32_t c = threadIdx.x; c < n / 8u; c += blockDim.x) {
             const uint4 hv = reinterpret_cast<const uint4 *>(xs)[c];
-            const uint4 wv = reinterpret_cast<const uint4 *>(a.norm_w)[c];
+            const uint4 wv = have_nw0 && c == threadIdx.x ? nw0 : reinterpret_cast<const uint4 *>(a.norm_w)[c];
             const uint16_t *h16 = reinterpret_cast<const uint16_t *>(&hv);
             const uint16_t *w16 = reinterpret_cast<const uint16_t *>(&wv);
             uint4 yv;

@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(kGemvThreads, MINB) dgemv_kernel(const __grid_
     HZ_TL_WAITED();
     griddep_launch();
     if (a.x_mode == HZ_DGEMV_X_RESNORM)
-        build_resnorm<VEC>(a, xs, red);
+        build_resnorm<VEC>(a, xs, red, make_uint4(0, 0, 0, 0), false);
     else if (a.x_mode == HZ_DGEMV_X_SILU)
         build_silu<VEC>(a, xs);
     else if (VEC)

@@ -62,6 +62,7 @@ __global__ void __launch_bounds__(kGemvThreads) router_cluster_kernel(const __gr
     uint32_t row = blockIdx.x * per + warp;
     const uint4 *w4 = reinterpret_cast<const uint4 *>(a.seg[0].w);
     uint4 wv[kBatch];
+    const uint4 nw0 = norm_w_first<VEC>(a); /* this kernel has registers to spare (see build_resnorm) */
     if (VEC && row < end) load_batch(w4 + (size_t)row * chunks, 0, lane, chunks, wv);
     if (blockIdx.x == 0 && a.table) /* the table never changes during a step */
         for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) tab[e] = a.table[e];
@@ -69,7 +70,7 @@ __global__ void __launch_bounds__(kGemvThreads) router_cluster_kernel(const __gr
     griddep_wait();
     HZ_TL_WAITED();
     griddep_launch();
-    build_resnorm<VEC>(a, xs, red);
+    build_resnorm<VEC>(a, xs, red, nw0, true);
     if (blockIdx.x == 0 && a.zero)
         for (uint32_t i = threadIdx.x; i < a.zero_n; i += blockDim.x) a.zero[i] = 0.0f;
     __syncthreads();
