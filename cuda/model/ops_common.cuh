@@ -165,6 +165,24 @@ __device__ __forceinline__ float route_inv_sum(const float *p, uint32_t E) {
 /* A router probability as a ranking key: NaN ranks as -inf. */
 __device__ __forceinline__ float route_key(float v) { return v == v ? v : -INFINITY; }
 
+/* How many of experts [o0, o1) rank above expert e, whose key is kv: a larger key, or an equal one
+ * with a lower id. Eight loads ahead of their compares, as in route_inv_sum. */
+__device__ __forceinline__ uint32_t route_count_above(const float *p, uint32_t o0, uint32_t o1, uint32_t e, float kv) {
+    uint32_t rank = 0, o = o0;
+    for (; o + 8u <= o1; o += 8u) {
+        float ko[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++) ko[i] = route_key(p[o + i]);
+#pragma unroll
+        for (int i = 0; i < 8; i++) rank += (ko[i] > kv) || (ko[i] == kv && o + i < e);
+    }
+    for (; o < o1; o++) {
+        const float ko = route_key(p[o]);
+        rank += (ko > kv) || (ko == kv && o < e);
+    }
+    return rank;
+}
+
 /* The top-k of the CPU's insertion rule (strict >, so ties keep the lower id), i.e. the k largest by
  * (value descending, id ascending): each thread ranks its experts against all others. A NaN (from NaN
  * logits) ranks as -inf: the ranks stay a permutation, so every chosen slot is written and every id
@@ -172,19 +190,8 @@ __device__ __forceinline__ float route_key(float v) { return v == v ? v : -INFIN
 __device__ __forceinline__ void route_rank(const float *p, uint32_t E, uint32_t K, uint32_t t, uint32_t n,
                                            uint32_t *sel_id, float *sel_v) {
     for (uint32_t e = t; e < E; e += n) {
-        const float v = p[e], kv = route_key(v);
-        uint32_t rank = 0, o = 0;
-        for (; o + 8u <= E; o += 8u) { /* eight loads ahead of their compares, as in route_inv_sum */
-            float ko[8];
-#pragma unroll
-            for (int i = 0; i < 8; i++) ko[i] = route_key(p[o + i]);
-#pragma unroll
-            for (int i = 0; i < 8; i++) rank += (ko[i] > kv) || (ko[i] == kv && o + i < e);
-        }
-        for (; o < E; o++) {
-            const float ko = route_key(p[o]);
-            rank += (ko > kv) || (ko == kv && o < e);
-        }
+        const float v = p[e];
+        const uint32_t rank = route_count_above(p, 0, E, e, route_key(v));
         if (rank < K) {
             sel_id[rank] = e;
             sel_v[rank] = v;
@@ -211,20 +218,7 @@ __device__ __forceinline__ void route_rank_split(const float *p, uint32_t E, uin
     float v = 0.0f;
     if (e < E) {
         v = p[e];
-        const float kv = route_key(v);
-        const uint32_t o1 = min(E, (q + 1u) * span);
-        uint32_t o = q * span;
-        for (; o + 8u <= o1; o += 8u) { /* eight loads ahead of their compares */
-            float ko[8];
-#pragma unroll
-            for (int i = 0; i < 8; i++) ko[i] = route_key(p[o + i]);
-#pragma unroll
-            for (int i = 0; i < 8; i++) rank += (ko[i] > kv) || (ko[i] == kv && o + i < e);
-        }
-        for (; o < o1; o++) {
-            const float ko = route_key(p[o]);
-            rank += (ko > kv) || (ko == kv && o < e);
-        }
+        rank = route_count_above(p, q * span, min(E, (q + 1u) * span), e, route_key(v));
     }
     for (uint32_t m = 1; m < parts; m <<= 1) rank += __shfl_xor_sync(0xffffffffu, rank, m);
     if (e < E && q == 0 && rank < K) {

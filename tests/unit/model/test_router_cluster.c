@@ -25,14 +25,8 @@
 
 #include "../../../cuda/model/decode_ops.cuh"
 #include "../../../cuda/model/model_ops.cuh"
+#include "../../test_fail.h"
 
-static int g_failures;
-#define FAILF(...)                                                                                        \
-    do {                                                                                                  \
-        printf("FAIL: " __VA_ARGS__);                                                                     \
-        printf("\n");                                                                                     \
-        g_failures++;                                                                                     \
-    } while (0)
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 static float urand(void) { /* uniform in [-1, 1) */
