@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cooperative_groups.h>
 
+#include "launch.cuh"
 #include "w4a16_bulk.cuh"
 #include "async_copy.cuh"
 #include "w4a16_device.cuh"
@@ -588,22 +589,6 @@ bool gu_pdl_enabled() {
     return v != 0;
 }
 
-/* Launches `kern` on `stream`, with programmatic dependent launch when `pdl`. */
-template <class P>
-cudaError_t launch_pdl(void (*kern)(P), const P &p, dim3 grid, dim3 block, size_t smem, void *stream, bool pdl) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = static_cast<cudaStream_t>(stream);
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, kern, p);
-}
-
 /* Blob part offsets must keep the bulk copies 16-byte aligned (they are 256-aligned by the format). */
 bool layout_aligned(const hz_expert_layout *l) {
     return ((l->gate_q | l->gate_s | l->up_q | l->up_s | l->down_q | l->down_s) & 15u) == 0;
@@ -633,9 +618,9 @@ int hz_w4a16_bulk_gate_up_launch(const hz_w4a16_args *a, void *stream) {
     if (gu_smem_bytes(p, warps) > (uint32_t)di.smem_optin) return kHzBulkNotApplicable;
     st = raise_smem_limits(di);
     if (st != HZ_OK) return st;
-    const cudaError_t e = launch_pdl(bulk_gate_up_kernel, p, dim3((unsigned)((tiles + warps - 1) / warps)),
-                                     dim3(warps * 32u), gu_smem_bytes(p, warps), stream,
-                                     (a->flags & HZ_W4A16_PDL) && gu_pdl_enabled());
+    const cudaError_t e = hz_launch_ex(bulk_gate_up_kernel, dim3((unsigned)((tiles + warps - 1) / warps)),
+                                       dim3(warps * 32u), gu_smem_bytes(p, warps), static_cast<cudaStream_t>(stream),
+                                       (a->flags & HZ_W4A16_PDL) && gu_pdl_enabled(), 0u, p);
     if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped gate_up (bulk)", "cudaLaunchKernelEx");
     return HZ_OK;
 }
@@ -655,9 +640,9 @@ int hz_w4a16_bulk_down_launch(const hz_w4a16_args *a, void *stream) {
     if (smem > (uint32_t)di.smem_optin) return kHzBulkNotApplicable;
     st = raise_smem_limits(di);
     if (st != HZ_OK) return st;
-    const cudaError_t e = launch_pdl(bulk_down_kernel, p, dim3((p.hidden + kDnTileRows - 1u) / kDnTileRows),
-                                     dim3(32u * (p.n < kMaxDnWarps ? p.n : kMaxDnWarps)), smem, stream,
-                                     (a->flags & HZ_W4A16_PDL) != 0);
+    const cudaError_t e = hz_launch_ex(bulk_down_kernel, dim3((p.hidden + kDnTileRows - 1u) / kDnTileRows),
+                                       dim3(32u * (p.n < kMaxDnWarps ? p.n : kMaxDnWarps)), smem,
+                                       static_cast<cudaStream_t>(stream), (a->flags & HZ_W4A16_PDL) != 0, 0u, p);
     if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped down (bulk)", "cudaLaunchKernelEx");
     return HZ_OK;
 }

@@ -25,6 +25,7 @@
  * quarter of its bandwidth. The levers left are more warps in flight per SM (fewer registers per
  * warp, K split across warps for gate_up) and fewer instructions per segment.
  */
+#include "launch.cuh"
 #include "w4a16_bulk.cuh"
 #include "w4a16_device.cuh"
 #include "w4a16_grouped.cuh"
@@ -385,17 +386,7 @@ cudaError_t launch_gate_up(const GateUpParams &p, unsigned blocks, cudaStream_t 
 
 cudaError_t launch_down_kernel(void (*kernel)(DownParams), const DownParams &p, unsigned blocks, size_t smem, bool pdl,
                                cudaStream_t s) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(blocks);
-    cfg.blockDim = dim3(kDnWarps * 32);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, kernel, p);
+    return hz_launch_ex(kernel, dim3(blocks), dim3(kDnWarps * 32), smem, s, pdl, 0u, p);
 }
 
 constexpr int kMaxCpl = 4; /* CUDA-core path: kp up to 4096 (activations live in registers) */

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "decode_ops.cuh"
+#include "launch.cuh"
 
 extern "C" {
 #include "core/core.h"
@@ -22,9 +23,8 @@ inline int cuda_fail(cudaError_t e, const char *what) {
     return hz_error(HZ_EDEVICE, "decode: %s failed: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
-/* Launches `kern` with or without programmatic dependent launch (the stream's previous kernel may
- * then still be running while this one issues the loads that do not depend on it); cluster_x > 0:
- * the grid is cut into thread-block clusters of cluster_x blocks (sm_90). */
+/* hz_launch_ex (launch.cuh) with the decode kernels' shared-memory carveout set first; cluster_x > 0:
+ * thread-block clusters of cluster_x blocks (sm_90). */
 template <typename... P, typename... A>
 cudaError_t launch_ex(void (*kern)(P...), unsigned grid_x, unsigned grid_y, unsigned threads, size_t smem,
                       const hz_klaunch *k, unsigned cluster_x, A &&...params) {
@@ -40,26 +40,8 @@ cudaError_t launch_ex(void (*kern)(P...), unsigned grid_x, unsigned grid_y, unsi
         return e == cudaSuccess;
     }();
     (void)carved;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(grid_x, grid_y);
-    cfg.blockDim = dim3(threads);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = static_cast<cudaStream_t>(k->stream);
-    cudaLaunchAttribute attr[2];
-    unsigned n = 0;
-    if (k->pdl) {
-        attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[n++].val.programmaticStreamSerializationAllowed = 1;
-    }
-    if (cluster_x) {
-        attr[n].id = cudaLaunchAttributeClusterDimension;
-        attr[n].val.clusterDim.x = cluster_x;
-        attr[n].val.clusterDim.y = 1;
-        attr[n++].val.clusterDim.z = 1;
-    }
-    cfg.attrs = attr;
-    cfg.numAttrs = n;
-    return cudaLaunchKernelEx(&cfg, kern, static_cast<A &&>(params)...);
+    return hz_launch_ex(kern, dim3(grid_x, grid_y), dim3(threads), smem, static_cast<cudaStream_t>(k->stream),
+                        k->pdl != 0, cluster_x, static_cast<A &&>(params)...);
 }
 
 template <typename... P, typename... A>

@@ -483,8 +483,9 @@ static int enqueue_prediction(hz_session *s, uint32_t l) {
  * HZ_GPU_ROUTE_CLUSTER = 0 (its own kernel instead of the cluster) for the comparisons; the logits are
  * bit-identical in every placement (test_model_gpu). */
 enum { ROUTE_IN_GEMV, ROUTE_KERNEL, ROUTE_CLUSTER };
-static int route_placement(const hz_session *s, int shared_rows) {
+static int route_placement(const hz_session *s) {
     const hz_gpu_session *g = s->gpu;
+    const int shared_rows = s->model->cfg.arch == HZ_ARCH_QWEN2MOE; /* enqueue_step's router GEMV */
     const int own = g->route_kernel >= 0 ? g->route_kernel : !shared_rows;
     if (!own) return ROUTE_IN_GEMV;
     return !shared_rows && g->route_cluster && s->model->gpu->dev.clusters &&
@@ -500,8 +501,7 @@ static const char *route_placement_name(int p) {
 /* Whether the routed experts of a full-residency step start on the router GEMV's ready flags: where
  * the router tail runs inside that GEMV (HZ_GPU_ROUTE_READY). */
 static int experts_on_flags(const hz_session *s) {
-    const int shared_rows = s->model->cfg.arch == HZ_ARCH_QWEN2MOE; /* enqueue_step's router GEMV */
-    return s->model->gpu->full && s->gpu->route_ready && route_placement(s, shared_rows) == ROUTE_IN_GEMV &&
+    return s->model->gpu->full && s->gpu->route_ready && route_placement(s) == ROUTE_IN_GEMV &&
            hz_exec_cuda_starts_on_flags(s->model->exec);
 }
 
@@ -582,7 +582,7 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
                             .table = gm->full ? gm->table + (size_t)l * E : NULL, .rows_out = g->rows_dev,
                             .tail_scratch = g->tail, .step = g->dstep};
         r++;
-        const int place = route_placement(s, ra.nseg > 1);
+        const int place = route_placement(s);
         ra.router_alone = (uint32_t)g->router_alone;
         if (place == ROUTE_IN_GEMV && g->router_alone && g->route_tags) ra.tags = g->rtags + (size_t)l * E;
         /* With the router inside the GEMV, the experts start on its flags, not at its end. */
@@ -591,10 +591,8 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
         if (place == ROUTE_CLUSTER) {
             CALL(hz_decode_router_cluster(&ra, &gm->dev, &kl));
         } else if (place == ROUTE_KERNEL) {
-            const uint32_t tail = ra.tail; /* the tail ra describes, in its own kernel */
-            ra.tail = HZ_DGEMV_TAIL_NONE;
+            ra.tail = HZ_DGEMV_TAIL_NONE; /* the tail ra describes, in its own kernel */
             CALL(hz_decode_gemv(&ra, &gm->dev, &kl));
-            ra.tail = tail;
             CALL(hz_model_route(g->rlog, E, ra.top_k, ra.norm_topk, ra.ids_out, ra.w_out, ra.table, ra.rows_out, kl.pdl,
                                 stream));
         } else {
@@ -875,7 +873,7 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      (unsigned long long)g->graph_steps, (unsigned long long)g->eager_steps, g->attn_splits,
                      g->speculate ? "true" : "false", (unsigned long long)g->spec_adopted,
                      (unsigned long long)g->spec_discarded, g->d_argmax_slot[0] ? "kernel store" : "copy",
-                     route_placement_name(route_placement(s, s->model->cfg.arch == HZ_ARCH_QWEN2MOE)),
+                     route_placement_name(route_placement(s)),
                      experts_on_flags(s) ? "router flags" : "router end", hz_exec_cuda_path_name(s->model->exec),
                      !g->side ? "null"
                      : hz_decode_side_programmatic_edges(g->side) ? "\"router trigger\""
