@@ -148,9 +148,8 @@ __global__ void __launch_bounds__(kAttnThreads)
 __global__ void __launch_bounds__(kRouteThreads)
     route_kernel(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out, float *w_out,
                  const void *const *table, const void **rows_out) {
-    __shared__ float p[kRouteMaxExperts];
+    __shared__ float p[2 * kRouteMaxExperts];
     __shared__ const void *tab[kRouteMaxExperts];
-    __shared__ float red[kWarp + 1];
     __shared__ float inv_sum;
     HZ_TL_SCOPE(HZ_TL_ROUTE, logits, E, 0);
     if (table)
@@ -158,7 +157,7 @@ __global__ void __launch_bounds__(kRouteThreads)
     griddep_wait();
     HZ_TL_WAITED();
     griddep_launch();
-    route_block(logits, E, K, norm_topk, ids_out, w_out, table ? tab : nullptr, rows_out, p, red, &inv_sum);
+    route_block(logits, E, K, norm_topk, ids_out, w_out, table ? tab : nullptr, rows_out, p, &inv_sum);
 }
 
 /* ---- SiLU-and-multiply, argmax ----------------------------------------------------------------- */

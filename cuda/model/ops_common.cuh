@@ -166,18 +166,21 @@ __device__ __forceinline__ float route_inv_sum(const float *p, uint32_t E) {
 __device__ __forceinline__ float route_key(float v) { return v == v ? v : -INFINITY; }
 
 /* How many of experts [o0, o1) rank above expert e, whose key is kv: a larger key, or an equal one
- * with a lower id. Eight loads ahead of their compares, as in route_inv_sum. */
-__device__ __forceinline__ uint32_t route_count_above(const float *p, uint32_t o0, uint32_t o1, uint32_t e, float kv) {
+ * with a lower id. The probabilities are p[o] * scale (the exponentials times 1 / their sum, the same
+ * product the CPU stores; scale 1 where p already holds them). Eight loads ahead of their compares,
+ * as in route_inv_sum. */
+__device__ __forceinline__ uint32_t route_count_above(const float *p, float scale, uint32_t o0, uint32_t o1, uint32_t e,
+                                                      float kv) {
     uint32_t rank = 0, o = o0;
     for (; o + 8u <= o1; o += 8u) {
         float ko[8];
 #pragma unroll
-        for (int i = 0; i < 8; i++) ko[i] = route_key(p[o + i]);
+        for (int i = 0; i < 8; i++) ko[i] = route_key(p[o + i] * scale);
 #pragma unroll
         for (int i = 0; i < 8; i++) rank += (ko[i] > kv) || (ko[i] == kv && o + i < e);
     }
     for (; o < o1; o++) {
-        const float ko = route_key(p[o]);
+        const float ko = route_key(p[o] * scale);
         rank += (ko > kv) || (ko == kv && o < e);
     }
     return rank;
@@ -187,11 +190,11 @@ __device__ __forceinline__ uint32_t route_count_above(const float *p, uint32_t o
  * (value descending, id ascending): each thread ranks its experts against all others. A NaN (from NaN
  * logits) ranks as -inf: the ranks stay a permutation, so every chosen slot is written and every id
  * is a valid expert. */
-__device__ __forceinline__ void route_rank(const float *p, uint32_t E, uint32_t K, uint32_t t, uint32_t n,
+__device__ __forceinline__ void route_rank(const float *p, float scale, uint32_t E, uint32_t K, uint32_t t, uint32_t n,
                                            uint32_t *sel_id, float *sel_v) {
     for (uint32_t e = t; e < E; e += n) {
-        const float v = p[e];
-        const uint32_t rank = route_count_above(p, 0, E, e, route_key(v));
+        const float v = p[e] * scale;
+        const uint32_t rank = route_count_above(p, scale, 0, E, e, route_key(v));
         if (rank < K) {
             sel_id[rank] = e;
             sel_v[rank] = v;
@@ -205,20 +208,20 @@ __device__ __forceinline__ void route_rank(const float *p, uint32_t E, uint32_t 
  * exactly route_rank's. The router cluster's block 0 (256 threads, 64 experts: 4 threads each) routed
  * in 1.92 us instead of 2.12 with one thread per expert, and one warp (two experts per lane) took
  * 2.87 (kernel timeline, H200, 2026-11-30). Every thread of the n must call it (the shuffle). */
-__device__ __forceinline__ void route_rank_split(const float *p, uint32_t E, uint32_t K, uint32_t t, uint32_t n,
-                                                 uint32_t *sel_id, float *sel_v) {
+__device__ __forceinline__ void route_rank_split(const float *p, float scale, uint32_t E, uint32_t K, uint32_t t,
+                                                 uint32_t n, uint32_t *sel_id, float *sel_v) {
     uint32_t parts = 1;
     while (parts < 8u && 2u * parts * E <= n) parts *= 2u;
     if (parts == 1u) {
-        route_rank(p, E, K, t, n, sel_id, sel_v);
+        route_rank(p, scale, E, K, t, n, sel_id, sel_v);
         return;
     }
     const uint32_t e = t / parts, q = t % parts, span = (E + parts - 1u) / parts;
     uint32_t rank = 0;
     float v = 0.0f;
     if (e < E) {
-        v = p[e];
-        rank = route_count_above(p, q * span, min(E, (q + 1u) * span), e, route_key(v));
+        v = p[e] * scale;
+        rank = route_count_above(p, scale, q * span, min(E, (q + 1u) * span), e, route_key(v));
     }
     for (uint32_t m = 1; m < parts; m <<= 1) rank += __shfl_xor_sync(0xffffffffu, rank, m);
     if (e < E && q == 0 && rank < K) {
@@ -227,23 +230,23 @@ __device__ __forceinline__ void route_rank_split(const float *p, uint32_t E, uin
     }
 }
 
-/* The renormalisation of the chosen weights, added in rank order by one thread, as the CPU does. */
-__device__ __forceinline__ void route_renorm(float *sel_v, uint32_t K) {
-    float sum = 0.0f;
-    for (uint32_t k = 0; k < K; k++) sum += sel_v[k];
-    for (uint32_t k = 0; k < K; k++) sel_v[k] /= sum;
-}
-
-/* ids_out[k], w_out[k] sorted by id (the executor's order) and, with a table, rows_out[k] = table[id]. */
-__device__ __forceinline__ void route_write(const uint32_t *sel_id, const float *sel_v, uint32_t K, uint32_t t,
-                                            uint32_t n, uint32_t *ids_out, float *w_out, const void *const *table,
-                                            const void **rows_out) {
+/* ids_out[k], w_out[k] sorted by id (the executor's order) and, with a table, rows_out[k] = table[id].
+ * With norm_topk each weight is divided by the sum of the chosen ones, added in rank order as the CPU
+ * does: every writing thread adds them itself (the same adds in the same order, so the same sum), which
+ * spares a barrier between one thread's sum and the others' divisions. */
+__device__ __forceinline__ void route_write(const uint32_t *sel_id, const float *sel_v, uint32_t K, int norm_topk,
+                                            uint32_t t, uint32_t n, uint32_t *ids_out, float *w_out,
+                                            const void *const *table, const void **rows_out) {
     for (uint32_t k = t; k < K; k += n) {
         const uint32_t id = sel_id[k];
         uint32_t at = 0;
-        for (uint32_t o = 0; o < K; o++) at += sel_id[o] < id;
+        float sum = 0.0f;
+        for (uint32_t o = 0; o < K; o++) {
+            at += sel_id[o] < id;
+            sum += sel_v[o];
+        }
         ids_out[at] = id;
-        w_out[at] = sel_v[k];
+        w_out[at] = norm_topk ? sel_v[k] / sum : sel_v[k];
         if (table) rows_out[at] = table[id];
     }
 }
@@ -263,30 +266,32 @@ __device__ __forceinline__ float route_logit(const SharedLogit *logits, uint32_t
 /* Router over E logits (FP16, or FP32 rounded to FP16: route_logit), run by ONE block (any size that
  * is a multiple of 32): softmax in FP32 with the sum added in expert order by one thread, then the
  * top-k and the optional renormalisation above. Writes ids_out[k], w_out[k] sorted by id and, when
- * `table` is given, rows_out[k] = table[id]. `p` is shared memory for E floats, `red` for 33. */
+ * `table` is given, rows_out[k] = table[id]. `p` is shared memory for 2 x E floats: the logits, then
+ * the exponentials.
+ * Four barriers: every warp finds the maximum itself (the same values, so the same maximum; the
+ * exponentials go to the second half, which no warp's maximum reads), the probabilities are formed
+ * where they are compared (route_count_above) and the renormalisation where the weights are written.
+ * With eight barriers before (a block reduction for the maximum, one pass each to normalise and to
+ * renormalise) the router cluster's block 0 routed in 1.92 us (kernel timeline, H200, OLMoE layer
+ * shapes, 2026-11-30). */
 template <typename Logit>
 __device__ void route_block(const Logit *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
-                            float *w_out, const void *const *table, const void **rows_out, float *p, float *red,
-                            float *inv_sum) {
+                            float *w_out, const void *const *table, const void **rows_out, float *p, float *inv_sum) {
     __shared__ uint32_t sel_id[kRouteMaxK];
     __shared__ float sel_v[kRouteMaxK];
+    float *ex = p + E;
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] = route_logit(logits, e);
+    __syncthreads();
     float mx = -INFINITY;
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
-        p[e] = route_logit(logits, e);
-        mx = fmaxf(mx, p[e]);
-    }
-    mx = block_reduce<true>(mx, red);
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] = expf(p[e] - mx);
+    for (uint32_t e = threadIdx.x % kWarp; e < E; e += kWarp) mx = fmaxf(mx, p[e]);
+    mx = warp_max(mx);
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) ex[e] = expf(p[e] - mx);
     __syncthreads();
-    if (threadIdx.x == 0) *inv_sum = route_inv_sum(p, E);
+    if (threadIdx.x == 0) *inv_sum = route_inv_sum(ex, E);
     __syncthreads();
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] *= *inv_sum;
+    route_rank_split(ex, *inv_sum, E, K, threadIdx.x, blockDim.x, sel_id, sel_v);
     __syncthreads();
-    route_rank_split(p, E, K, threadIdx.x, blockDim.x, sel_id, sel_v);
-    __syncthreads();
-    if (norm_topk && threadIdx.x == 0) route_renorm(sel_v, K);
-    __syncthreads();
-    route_write(sel_id, sel_v, K, threadIdx.x, blockDim.x, ids_out, w_out, table, rows_out);
+    route_write(sel_id, sel_v, K, norm_topk, threadIdx.x, blockDim.x, ids_out, w_out, table, rows_out);
 }
 
 /* route_block's router run by ONE warp, step for step (the maxima by a warp reduction, the rest the
@@ -303,13 +308,9 @@ __device__ void route_warp_select(float *p, float mx, uint32_t E, uint32_t K, in
     for (uint32_t e = lane; e < E; e += kWarp) p[e] = expf(p[e] - mx);
     __syncwarp();
     const float inv = __shfl_sync(0xffffffffu, lane == 0 ? route_inv_sum(p, E) : 0.0f, 0);
-    for (uint32_t e = lane; e < E; e += kWarp) p[e] *= inv;
+    route_rank(p, inv, E, K, lane, kWarp, sel_id, sel_v);
     __syncwarp();
-    route_rank(p, E, K, lane, kWarp, sel_id, sel_v);
-    __syncwarp();
-    if (norm_topk && lane == 0) route_renorm(sel_v, K);
-    __syncwarp();
-    route_write(sel_id, sel_v, K, lane, kWarp, ids_out, w_out, table, rows_out);
+    route_write(sel_id, sel_v, K, norm_topk, lane, kWarp, ids_out, w_out, table, rows_out);
 }
 
 __device__ void route_warp(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
