@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(kThreads, 2) dattn_kernel(const __grid_constan
     __shared__ float inv_l;
     __shared__ uint32_t last;
     const hz_dattn_args &a = p.a;
-    HZ_TL_SCOPE(HZ_TL_ATTN, a.kc, a.splits, 0);
+    HZ_TL_SCOPE(HZ_TL_ATTN, a.kc, a.splits, 0); /* marks: q/k/v read, first chunk in, chunks done */
     const uint32_t tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
     const uint32_t D = a.head_dim, half = D / 2u, nc = p.nc, ng = p.ng, g = tid / nc, ci = tid % nc;
     const uint32_t S = a.splits, h = blockIdx.x, s = blockIdx.y, hk = h / p.group, kv_width = a.kv_heads * D;
@@ -267,6 +267,7 @@ __global__ void __launch_bounds__(kThreads, 2) dattn_kernel(const __grid_constan
         }
     }
     __syncthreads(); /* publishes red, qraw, kraw, vcur */
+    if (tid == 0) HZ_TL_MARK(0);
     if (tid < half) {
         float inv_q = 0.0f, inv_k = 0.0f;
         if (norm) { /* 1 / sqrt(mean(x^2) + eps) over the full widths */
@@ -319,6 +320,7 @@ __global__ void __launch_bounds__(kThreads, 2) dattn_kernel(const __grid_constan
                 vb[(pos - j0) * nc + tid - nc] = vcur[tid - nc];
         }
         __syncthreads(); /* chunk i visible to all; all done with chunk i - 1 (buffer and sc) */
+        if (i == 0 && tid == 0) HZ_TL_MARK(1);
         if (i >= 1) { /* refill the buffer chunk i - 1 used with chunk i - 1 + kStages */
             const uint32_t nxt = i - 1u + kStages;
             if (nxt < my_n) {
@@ -365,6 +367,7 @@ __global__ void __launch_bounds__(kThreads, 2) dattn_kernel(const __grid_constan
         m_run = m_new;
     }
     cp_async_wait<0>(); /* nothing real is left in flight */
+    if (tid == 0) HZ_TL_MARK(2);
     /* the buffer the last chunk did not use: its chunk (two back) is done, no copy targets it */
     float *vpart = reinterpret_cast<float *>(stage + (my_n % kStages) * p.buf_halves);
     if (g < ng) {
