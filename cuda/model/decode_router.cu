@@ -53,7 +53,6 @@ __global__ void __launch_bounds__(kGemvThreads) router_cluster_kernel(const __gr
     __shared__ SharedLogit lg[HZ_DECODE_CLUSTER_ROWS]; /* block 0: every row's logit */
     __shared__ float prob[2 * HZ_DECODE_CLUSTER_ROWS];
     __shared__ const void *tab[HZ_DECODE_CLUSTER_ROWS];
-    __shared__ float inv_sum;
     HZ_TL_SCOPE(HZ_TL_GEMV, a.seg[0].w, a.seg[0].rows, a.in);
     cluster_arrive_relaxed();
     const uint32_t E = a.seg[0].rows, lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
@@ -105,7 +104,7 @@ __global__ void __launch_bounds__(kGemvThreads) router_cluster_kernel(const __gr
     cluster_wait();
     if (blockIdx.x != 0) return; /* nobody reads the other blocks' shared memory */
     if (threadIdx.x == 0) HZ_TL_MARK(1);
-    route_block(lg, E, a.top_k, a.norm_topk, a.ids_out, a.w_out, a.table ? tab : nullptr, a.rows_out, prob, &inv_sum);
+    route_block(lg, E, a.top_k, a.norm_topk, a.ids_out, a.w_out, a.table ? tab : nullptr, a.rows_out, prob);
     if (threadIdx.x == 0) HZ_TL_MARK(2);
 #endif
 }

@@ -150,14 +150,13 @@ __global__ void __launch_bounds__(kRouteThreads)
                  const void *const *table, const void **rows_out) {
     __shared__ float p[2 * kRouteMaxExperts];
     __shared__ const void *tab[kRouteMaxExperts];
-    __shared__ float inv_sum;
     HZ_TL_SCOPE(HZ_TL_ROUTE, logits, E, 0);
     if (table)
         for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) tab[e] = table[e];
     griddep_wait();
     HZ_TL_WAITED();
     griddep_launch();
-    route_block(logits, E, K, norm_topk, ids_out, w_out, table ? tab : nullptr, rows_out, p, &inv_sum);
+    route_block(logits, E, K, norm_topk, ids_out, w_out, table ? tab : nullptr, rows_out, p);
 }
 
 /* ---- SiLU-and-multiply, argmax ----------------------------------------------------------------- */

@@ -271,14 +271,15 @@ __device__ __forceinline__ float route_logit(const SharedLogit *logits, uint32_t
  * Four barriers: every warp finds the maximum itself (the same values, so the same maximum; the
  * exponentials go to the second half, which no warp's maximum reads), the probabilities are formed
  * where they are compared (route_count_above) and the renormalisation where the weights are written.
- * With eight barriers before (a block reduction for the maximum, one pass each to normalise and to
- * renormalise) the router cluster's block 0 routed in 1.92 us (kernel timeline, H200, OLMoE layer
- * shapes, 2026-11-30). */
+ * Eight before (a block reduction for the maximum, one pass each to normalise and to renormalise): the
+ * router cluster's block 0 routed in 1.92-1.95 us then and 1.90-1.92 us now (kernel timeline, H200,
+ * OLMoE layer shapes, 2026-11-30), so the barriers were not where its time goes. */
 template <typename Logit>
 __device__ void route_block(const Logit *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
-                            float *w_out, const void *const *table, const void **rows_out, float *p, float *inv_sum) {
+                            float *w_out, const void *const *table, const void **rows_out, float *p) {
     __shared__ uint32_t sel_id[kRouteMaxK];
     __shared__ float sel_v[kRouteMaxK];
+    __shared__ float inv_sum;
     float *ex = p + E;
     for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] = route_logit(logits, e);
     __syncthreads();
@@ -287,9 +288,9 @@ __device__ void route_block(const Logit *logits, uint32_t E, uint32_t K, int nor
     mx = warp_max(mx);
     for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) ex[e] = expf(p[e] - mx);
     __syncthreads();
-    if (threadIdx.x == 0) *inv_sum = route_inv_sum(ex, E);
+    if (threadIdx.x == 0) inv_sum = route_inv_sum(ex, E);
     __syncthreads();
-    route_rank_split(ex, *inv_sum, E, K, threadIdx.x, blockDim.x, sel_id, sel_v);
+    route_rank_split(ex, inv_sum, E, K, threadIdx.x, blockDim.x, sel_id, sel_v);
     __syncthreads();
     route_write(sel_id, sel_v, K, norm_topk, threadIdx.x, blockDim.x, ids_out, w_out, table, rows_out);
 }

@@ -545,6 +545,8 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
     const int qwen = c->arch == HZ_ARCH_QWEN2MOE;
     const hz_klaunch kl = {stream, g->use_pdl};
     hz_f16 *hb[2] = {g->h, g->h2};
+    /* Where every layer's routing runs, and whether the experts then start on the router's flags */
+    const int place = route_placement(s), ready = experts_on_flags(s);
     uint32_t r = 0, l = 0;
     for (l = 0; l < L; l++) {
         const hz_layer_weights *w = &gm->dw.layers[l];
@@ -582,11 +584,9 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
                             .table = gm->full ? gm->table + (size_t)l * E : NULL, .rows_out = g->rows_dev,
                             .tail_scratch = g->tail, .step = g->dstep};
         r++;
-        const int place = route_placement(s);
         ra.router_alone = (uint32_t)g->router_alone;
         if (place == ROUTE_IN_GEMV && g->router_alone && g->route_tags) ra.tags = g->rtags + (size_t)l * E;
         /* With the router inside the GEMV, the experts start on its flags, not at its end. */
-        const int ready = experts_on_flags(s);
         if (ready) ra.ready = g->ready + 2u * l;
         if (place == ROUTE_CLUSTER) {
             CALL(hz_decode_router_cluster(&ra, &gm->dev, &kl));
