@@ -11,7 +11,6 @@
  * kernels'. */
 #include <cooperative_groups.h>
 
-
 #include "decode_gemv.cuh"
 #include "decode_launch.cuh"
 #include "decode_ops.cuh"

@@ -228,7 +228,8 @@ static void check_decode_modes(const char *path, const char *arch) {
                         {"graph+pdl, router rows spread over all warps", 1, 1, 0, 0, 0, 1, 0, 0},
                         {"graph+pdl, router rows through a ticket", 1, 1, 0, 0, 0, 0, 1, 0},
                         {"graph+pdl, router tail in its own kernel, not the router's cluster", 1, 1, 0, 0, 0, 0, 0, 1}};
-    /* the default places OLMoE's tail in its own kernel and Qwen's inside the GEMV (forward_cuda.c) */
+    /* the default places OLMoE's tail out of the GEMV (in the router's cluster where clusters launch, else
+     * in its own kernel) and Qwen's inside the GEMV (forward_cuda.c, route_placement) */
     const char *other_route = strcmp(arch, "olmoe") == 0 ? "0" : "all";
     stack g;
     if (stack_open(&g, path, "cuda:0", 0, "grouped")) return;
