@@ -34,33 +34,25 @@ constexpr uint32_t kMaxGuWarps = 8;
 
 __host__ __device__ constexpr uint32_t round_up(uint32_t v, uint32_t a) { return (v + a - 1u) / a * a; }
 
-/* The 32 FP16 values of chunk c of a vector staged raw (plain FP16 order) in shared memory, in the
- * tensor-core expansion's pair order (the same permutation as hz_load_act_pairs). */
-__device__ __forceinline__ void lds_raw_pairs(const __half *raw, uint32_t c, uint32_t (&xh)[16]) {
-    const uint4 *src = reinterpret_cast<const uint4 *>(raw + 32u * c);
-    uint32_t wv[16];
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const uint4 t = src[i];
-        wv[4 * i + 0] = t.x;
-        wv[4 * i + 1] = t.y;
-        wv[4 * i + 2] = t.z;
-        wv[4 * i + 3] = t.w;
-    }
-    hz_pairs_from_words(wv, xh);
-}
-
-/* The 32 values of chunk c of a vector staged in pair order (64 bytes per chunk) in shared memory. */
-__device__ __forceinline__ void lds_pair_chunk(const __half *staged, uint32_t c, uint32_t (&xh)[16]) {
+/* The 16 words (32 FP16 values, 64 bytes) of chunk c of a vector staged in shared memory, as stored. */
+__device__ __forceinline__ void lds_chunk_words(const __half *staged, uint32_t c, uint32_t (&w)[16]) {
     const uint4 *src = reinterpret_cast<const uint4 *>(staged + 32u * c);
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         const uint4 v = src[i];
-        xh[4 * i + 0] = v.x;
-        xh[4 * i + 1] = v.y;
-        xh[4 * i + 2] = v.z;
-        xh[4 * i + 3] = v.w;
+        w[4 * i + 0] = v.x;
+        w[4 * i + 1] = v.y;
+        w[4 * i + 2] = v.z;
+        w[4 * i + 3] = v.w;
     }
+}
+
+/* The 32 FP16 values of chunk c of a vector staged raw (plain FP16 order) in shared memory, in the
+ * tensor-core expansion's pair order (the same permutation as hz_load_act_pairs). */
+__device__ __forceinline__ void lds_raw_pairs(const __half *raw, uint32_t c, uint32_t (&xh)[16]) {
+    uint32_t wv[16];
+    lds_chunk_words(raw, c, wv);
+    hz_pairs_from_words(wv, xh);
 }
 
 /* ---- gate_up ------------------------------------------------------------------------------------ */
@@ -232,7 +224,7 @@ __global__ void __launch_bounds__(kMaxDnWarps * 32) bulk_down_kernel(const __gri
             const uint4 a = *reinterpret_cast<const uint4 *>(qa + 64u * s);
             const uint4 b = *reinterpret_cast<const uint4 *>(qb + 64u * s);
             uint32_t xh[16];
-            lds_pair_chunk(act, 4u * s + t, xh);
+            lds_chunk_words(act, 4u * s + t, xh); /* staged in pair order */
             hz_mma_segment(d, a, b, xh, p.f16_magic);
             if (s & 1u) hz_mma_fold(d, __half2float(sa[s >> 1]), __half2float(sb[s >> 1]), acc_a, acc_b);
         }
