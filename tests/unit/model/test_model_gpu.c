@@ -37,7 +37,10 @@
  *   - long context: 200 teacher-forced steps (positions past several attention chunks of 64) against
  *     the CPU path within GPU_REL_BOUND per step, with the default split count of the attention and
  *     with 1 and 3 splits (one block walking every chunk; splits that do not divide the chunks).
- * It prints decode tokens/s for each configuration (tiny models: launch-bound, not a bandwidth figure). */
+ * It prints decode tokens/s for each configuration (tiny models: launch-bound, not a bandwidth figure).
+ * HZ_MODEL_GPU_PARTS (a comma-separated subset of run,modes,queued,long; default all) runs only those
+ * checks, so that compute-sanitizer, which makes every kernel slow, can cover the test in pieces that
+ * each fit one device call (scripts/gpu-check-model). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -530,7 +533,43 @@ static void check_route_args(void) {
     if (bad_ok) printf("model route: bad arguments refused with HZ_EINVAL\n");
 }
 
+/* Whether HZ_MODEL_GPU_PARTS selects `part` (unset or empty: every part). */
+static int part_on(const char *part) {
+    const char *v = getenv("HZ_MODEL_GPU_PARTS");
+    if (!v || !*v) return 1;
+    const size_t n = strlen(part);
+    for (const char *p = v; *p;) {
+        const char *end = strchr(p, ',');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, part, n) == 0) return 1;
+        p += len + (end ? 1u : 0u);
+    }
+    return 0;
+}
+
+/* Every name in HZ_MODEL_GPU_PARTS is a part this test has: a misspelt name would otherwise run nothing
+ * and pass. */
+static int parts_valid(void) {
+    static const char *const known[] = {"run", "modes", "queued", "long"};
+    const char *v = getenv("HZ_MODEL_GPU_PARTS");
+    if (!v) return 1;
+    for (const char *p = v; *p;) {
+        const char *end = strchr(p, ',');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        int found = 0;
+        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+            found |= strlen(known[k]) == len && strncmp(p, known[k], len) == 0;
+        if (!found) {
+            printf("FAIL: HZ_MODEL_GPU_PARTS: unknown part '%.*s' (parts: run, modes, queued, long)\n", (int)len, p);
+            return 0;
+        }
+        p += len + (end ? 1u : 0u);
+    }
+    return 1;
+}
+
 int main(void) {
+    if (!parts_valid()) return 1;
     char *dir = NULL;
     char path[2][TINY_PATH_MAX];
     if (tiny_model_pair(&dir, path)) {
@@ -539,16 +578,23 @@ int main(void) {
     }
     printf("model_gpu: bound max|gpu - cpu| / max|cpu| <= %.1e per step, greedy tokens identical\n", GPU_REL_BOUND);
     check_route_args();
-    run_arch(path[0], "olmoe");
-    run_arch(path[1], "qwen2moe");
-    check_decode_modes(path[0], "olmoe");
-    check_decode_modes(path[1], "qwen2moe");
-    check_queued_ahead(path[0], "olmoe");
-    check_queued_ahead(path[1], "qwen2moe");
-    for (int a = 0; a < 2; a++) {
-        static const uint32_t splits[3] = {0, 1, 3};
-        for (int k = 0; k < 3; k++) check_long_context(path[a], a ? "qwen2moe" : "olmoe", splits[k]);
+    if (part_on("run")) {
+        run_arch(path[0], "olmoe");
+        run_arch(path[1], "qwen2moe");
     }
+    if (part_on("modes")) {
+        check_decode_modes(path[0], "olmoe");
+        check_decode_modes(path[1], "qwen2moe");
+    }
+    if (part_on("queued")) {
+        check_queued_ahead(path[0], "olmoe");
+        check_queued_ahead(path[1], "qwen2moe");
+    }
+    if (part_on("long"))
+        for (int a = 0; a < 2; a++) {
+            static const uint32_t splits[3] = {0, 1, 3};
+            for (int k = 0; k < 3; k++) check_long_context(path[a], a ? "qwen2moe" : "olmoe", splits[k]);
+        }
     tiny_rmdir(dir);
     free(dir);
     if (g_failures) {
