@@ -136,6 +136,18 @@ __device__ void build_resnorm(const hz_dgemv_args &a, uint16_t *xs, float *red, 
     }
 }
 
+/* The host copy of a router's selection that the arguments ask for (hz_dgemv_args.host_*). */
+__device__ __forceinline__ RouteHost route_host(const hz_dgemv_args &a) {
+    RouteHost h;
+    if (a.host_tag_out) {
+        h.ids = a.host_ids;
+        h.w = a.host_w;
+        h.tag_out = a.host_tag_out;
+        h.tag = a.host_tag;
+    }
+    return h;
+}
+
 /* ---- host side ---------------------------------------------------------------------------------- */
 
 /* The arguments of a decode GEMV launch, with a status and message naming what is wrong. */
@@ -147,6 +159,10 @@ inline int dgemv_check(const hz_dgemv_args *a, const hz_decode_dev *dev) {
     for (uint32_t s = 0; s < a->nseg; s++)
         if (!a->seg[s].w || !a->seg[s].y || a->seg[s].rows == 0)
             return hz_error(HZ_EINVAL, "decode gemv: segment %u has no weights, output or rows", s);
+    if ((a->host_ids || a->host_w || a->host_tag_out) &&
+        (!a->host_ids || !a->host_w || !a->host_tag_out || a->tail != HZ_DGEMV_TAIL_ROUTE))
+        return hz_error(HZ_EINVAL, "decode gemv: the host copy of the routing needs ids, weights and a tag word, "
+                                   "and the router tail");
     switch (a->x_mode) {
     case HZ_DGEMV_X_PLAIN:
         if (!a->x) return hz_error(HZ_EINVAL, "decode gemv: no x");

@@ -166,11 +166,12 @@ __device__ __forceinline__ void route_rows(const dgemv_params &p, uint32_t lane,
             }
         }
         __syncwarp();
-        route_warp_select(pr, warp_max(mx), E, a.top_k, a.norm_topk, a.ids_out, a.w_out, table, a.rows_out);
+        route_warp_select(pr, warp_max(mx), E, a.top_k, a.norm_topk, a.ids_out, a.w_out, table, a.rows_out,
+                          route_host(a));
     } else {
         __threadfence(); /* after the ticket: every router row's store is visible before the logits are read */
         route_warp(static_cast<const uint16_t *>(a.seg[0].y), E, a.top_k, a.norm_topk, a.ids_out, a.w_out, table,
-                   a.rows_out, pr);
+                   a.rows_out, pr, route_host(a));
         if (lane == 0) *p.counter = 0; /* ready for the next launch */
     }
     if (a.ready) { /* every lane's stores of the routing, then the flag */

@@ -132,6 +132,14 @@ typedef struct hz_dgemv_args {
     float *w_out;
     const void *const *table;
     const void **rows_out;
+    /* Optional (partial residency): the selection is also stored into pinned host memory through these
+     * device addresses (host_ids[top_k], host_w[top_k]), and then, after a system-scope fence,
+     * host_tag into *host_tag_out. The host polls that word instead of copying the routing back and
+     * waiting for the queue (lib/model/forward_cuda.c, routed_partial). All three or none. */
+    uint32_t *host_ids;
+    float *host_w;
+    uint64_t *host_tag_out;
+    uint64_t host_tag;
     /* Optional (needs `step`): ready[0] is set to step->epoch by block 0 once x_out and `zero` are
      * written, ready[1] by the routing warp once ids/w/rows are; both release stores at GPU scope.
      * The routed-expert kernel waits for these two instead of for this whole grid (hz_w4a16_args.ready). */

@@ -103,7 +103,8 @@ __global__ void __launch_bounds__(kGemvThreads) router_cluster_kernel(const __gr
     cluster_wait();
     if (blockIdx.x != 0) return; /* nobody reads the other blocks' shared memory */
     if (threadIdx.x == 0) HZ_TL_MARK(1);
-    route_block(lg, E, a.top_k, a.norm_topk, a.ids_out, a.w_out, a.table ? tab : nullptr, a.rows_out, prob);
+    route_block(lg, E, a.top_k, a.norm_topk, a.ids_out, a.w_out, a.table ? tab : nullptr, a.rows_out, prob,
+                route_host(a));
     if (threadIdx.x == 0) HZ_TL_MARK(2);
 #endif
 }

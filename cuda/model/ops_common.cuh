@@ -230,13 +230,31 @@ __device__ __forceinline__ void route_rank_split(const float *p, float scale, ui
     }
 }
 
+/* Where a decode router also leaves its selection for the host (hz_dgemv_args.host_*): all NULL for
+ * every other caller. */
+struct RouteHost {
+    uint32_t *ids = nullptr;
+    float *w = nullptr;
+    uint64_t *tag_out = nullptr;
+    uint64_t tag = 0;
+};
+
+/* After every writer's route_write (each fenced its own host stores, and a barrier or __syncwarp over
+ * the writers came between): one thread publishes the tag. The host reads ids and weights only after
+ * it has seen the tag. */
+__device__ __forceinline__ void route_publish_host(const RouteHost &hh) {
+    __threadfence_system();
+    *reinterpret_cast<volatile uint64_t *>(hh.tag_out) = hh.tag;
+}
+
 /* ids_out[k], w_out[k] sorted by id (the executor's order) and, with a table, rows_out[k] = table[id].
  * With norm_topk each weight is divided by the sum of the chosen ones, added in rank order as the CPU
  * does: every writing thread adds them itself (the same adds in the same order, so the same sum), which
  * spares a barrier between one thread's sum and the others' divisions. */
 __device__ __forceinline__ void route_write(const uint32_t *sel_id, const float *sel_v, uint32_t K, int norm_topk,
                                             uint32_t t, uint32_t n, uint32_t *ids_out, float *w_out,
-                                            const void *const *table, const void **rows_out) {
+                                            const void *const *table, const void **rows_out,
+                                            const RouteHost &hh = RouteHost{}) {
     for (uint32_t k = t; k < K; k += n) {
         const uint32_t id = sel_id[k];
         uint32_t at = 0;
@@ -245,9 +263,15 @@ __device__ __forceinline__ void route_write(const uint32_t *sel_id, const float 
             at += sel_id[o] < id;
             sum += sel_v[o];
         }
+        const float w = norm_topk ? sel_v[k] / sum : sel_v[k];
         ids_out[at] = id;
-        w_out[at] = norm_topk ? sel_v[k] / sum : sel_v[k];
+        w_out[at] = w;
         if (table) rows_out[at] = table[id];
+        if (hh.ids) {
+            hh.ids[at] = id;
+            hh.w[at] = w;
+            __threadfence_system(); /* this writer's host stores before the tag (route_publish_host) */
+        }
     }
 }
 
@@ -276,7 +300,8 @@ __device__ __forceinline__ float route_logit(const SharedLogit *logits, uint32_t
  * OLMoE layer shapes, 2026-11-30), so the barriers were not where its time goes. */
 template <typename Logit>
 __device__ void route_block(const Logit *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
-                            float *w_out, const void *const *table, const void **rows_out, float *p) {
+                            float *w_out, const void *const *table, const void **rows_out, float *p,
+                            const RouteHost &hh = RouteHost{}) {
     __shared__ uint32_t sel_id[kRouteMaxK];
     __shared__ float sel_v[kRouteMaxK];
     __shared__ float inv_sum;
@@ -292,7 +317,11 @@ __device__ void route_block(const Logit *logits, uint32_t E, uint32_t K, int nor
     __syncthreads();
     route_rank_split(ex, inv_sum, E, K, threadIdx.x, blockDim.x, sel_id, sel_v);
     __syncthreads();
-    route_write(sel_id, sel_v, K, norm_topk, threadIdx.x, blockDim.x, ids_out, w_out, table, rows_out);
+    route_write(sel_id, sel_v, K, norm_topk, threadIdx.x, blockDim.x, ids_out, w_out, table, rows_out, hh);
+    if (hh.tag_out) {
+        __syncthreads();
+        if (threadIdx.x == 0) route_publish_host(hh);
+    }
 }
 
 /* route_block's router run by ONE warp, step for step (the maxima by a warp reduction, the rest the
@@ -302,7 +331,8 @@ __device__ void route_block(const Logit *logits, uint32_t E, uint32_t K, int nor
  * route_warp_select: the steps after the logits (p[e] holds logit e, mx in every lane their maximum);
  * route_warp: reads the logits first. */
 __device__ void route_warp_select(float *p, float mx, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
-                                  float *w_out, const void *const *table, const void **rows_out) {
+                                  float *w_out, const void *const *table, const void **rows_out,
+                                  const RouteHost &hh = RouteHost{}) {
     __shared__ uint32_t sel_id[kRouteMaxK];
     __shared__ float sel_v[kRouteMaxK];
     const uint32_t lane = threadIdx.x % kWarp;
@@ -311,18 +341,23 @@ __device__ void route_warp_select(float *p, float mx, uint32_t E, uint32_t K, in
     const float inv = __shfl_sync(0xffffffffu, lane == 0 ? route_inv_sum(p, E) : 0.0f, 0);
     route_rank(p, inv, E, K, lane, kWarp, sel_id, sel_v);
     __syncwarp();
-    route_write(sel_id, sel_v, K, norm_topk, lane, kWarp, ids_out, w_out, table, rows_out);
+    route_write(sel_id, sel_v, K, norm_topk, lane, kWarp, ids_out, w_out, table, rows_out, hh);
+    if (hh.tag_out) {
+        __syncwarp();
+        if (lane == 0) route_publish_host(hh);
+    }
 }
 
 __device__ void route_warp(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
-                           float *w_out, const void *const *table, const void **rows_out, float *p) {
+                           float *w_out, const void *const *table, const void **rows_out, float *p,
+                           const RouteHost &hh = RouteHost{}) {
     const uint32_t lane = threadIdx.x % kWarp;
     float mx = -INFINITY;
     for (uint32_t e = lane; e < E; e += kWarp) {
         p[e] = h2f(__ldcg(logits + e));
         mx = fmaxf(mx, p[e]);
     }
-    route_warp_select(p, warp_max(mx), E, K, norm_topk, ids_out, w_out, table, rows_out);
+    route_warp_select(p, warp_max(mx), E, K, norm_topk, ids_out, w_out, table, rows_out, hh);
 }
 
 } // namespace

@@ -37,6 +37,10 @@ int hz_backend_copy_d2h(hz_backend *be, hz_queue q, void *dst, const void *src, 
     return st;
 }
 
+void hz_backend_count_d2h_store(hz_backend *be, hz_xfer_purpose purpose, uint64_t bytes) {
+    if (be && purpose < HZ_PURPOSE_COUNT) count(be, HZ_D2H, purpose, bytes);
+}
+
 int hz_backend_copy_d2d(hz_backend *be, hz_queue q, void *dst, const void *src, uint64_t bytes,
                         hz_xfer_purpose purpose) {
     int st = check_copy(be, q, dst, src, purpose, "copy_d2d");

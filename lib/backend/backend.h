@@ -88,6 +88,9 @@ int hz_backend_copy_d2h(hz_backend *be, hz_queue q, void *dst, const void *src, 
                         hz_xfer_purpose purpose);
 int hz_backend_copy_d2d(hz_backend *be, hz_queue q, void *dst, const void *src, uint64_t bytes,
                         hz_xfer_purpose purpose);
+/* Counts, as one D2H copy, bytes a kernel stored into pinned host memory itself (no copy operation):
+ * every byte that leaves the device shows in the counters, however it travelled. */
+void hz_backend_count_d2h_store(hz_backend *be, hz_xfer_purpose purpose, uint64_t bytes);
 
 /* Constructors. */
 int hz_backend_cpu_create(hz_backend **out);

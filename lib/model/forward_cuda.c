@@ -24,6 +24,7 @@
  * HZ_GPU_PREFILL=token keeps the token-by-token path through the decode step, which the tests compare
  * against. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,6 +207,7 @@ void hz_gpu_session_destroy(hz_session *s) {
         hz_decode_graph_destroy(g->graphs[p]);
         if (g->step_done[p]) be->ops->event_destroy(be, g->step_done[p]);
     }
+    if (g->route_ev) be->ops->event_destroy(be, g->route_ev);
     hz_decode_side_destroy(g->side);
     hz_event_destroy(g->done);
     if (g->act) be->ops->mem_free(be, g->act);
@@ -335,7 +337,9 @@ int hz_gpu_session_create(hz_session *s) {
     const uint64_t act_bytes = layout_act(s, g, NULL);
     const uint64_t kv_bytes = (uint64_t)c->layers * s->max_context * c->kv_heads * c->head_dim * sizeof(hz_f16);
     const uint32_t K = c->top_k, rows_n = m->group_limit > K ? m->group_limit : K;
-    const uint64_t pinned_bytes = hz_align_up(2u * K * 4u + 8u, 64) + (uint64_t)c->vocab * 4u;
+    /* pinned: [K ids | K weights | 2 argmax slots | the routing tag] then, 64-byte aligned, the logits */
+    const uint64_t pinned_head = hz_align_up(2u * K * 4u + 16u, 64);
+    const uint64_t pinned_bytes = pinned_head + (uint64_t)c->vocab * 4u;
     g->rows = hz_calloc(rows_n, sizeof *g->rows);
     if (!g->rows) return HZ_ENOMEM;
     int st = be->ops->mem_alloc(be, act_bytes, (void **)&g->act);
@@ -344,6 +348,7 @@ int hz_gpu_session_create(hz_session *s) {
     if (!st) st = be->ops->pinned_alloc(be, pinned_bytes, (void **)&g->pinned);
     if (!st) st = hz_event_create(m->device, &g->done);
     for (int p = 0; p < 2 && !st; p++) st = be->ops->event_create(be, &g->step_done[p]);
+    if (!st) st = be->ops->event_create(be, &g->route_ev);
     if (!st && c->shared_inter && env_on("HZ_GPU_SHARED_BESIDE")) st = hz_decode_side_create(m->gpu->queue, &g->side);
     g->side_edge = env_on("HZ_GPU_SIDE_EDGE");
     g->router_alone = env_on("HZ_GPU_ROUTER_ALONE");
@@ -361,8 +366,17 @@ int hz_gpu_session_create(hz_session *s) {
             g->d_argmax_slot[0] = g->d_argmax_slot[1] = NULL;
             break;
         }
+    g->h_route_tag = (volatile uint64_t *)(void *)(g->pinned + (size_t)2u * K * 4u + 8u);
+    *g->h_route_tag = 0;
+    g->route_mirror = env_on("HZ_GPU_ROUTE_MIRROR");
+    if (g->route_mirror && (hz_decode_host_pointer(g->h_ids, (void **)&g->d_route_ids) != HZ_OK ||
+                            hz_decode_host_pointer(g->h_w, (void **)&g->d_route_w) != HZ_OK ||
+                            hz_decode_host_pointer((void *)g->h_route_tag, (void **)&g->d_route_tag) != HZ_OK)) {
+        hz_log(HZ_LOG_INFO, "decode: the routing comes back by a copy after each router: %s", hz_last_error_message());
+        g->route_mirror = 0;
+    }
     use_parity(g, 0);
-    s->logits = (float *)(g->pinned + hz_align_up(2u * K * 4u + 8u, 64));
+    s->logits = (float *)(g->pinned + pinned_head);
     memset(s->logits, 0, (size_t)c->vocab * 4u);
 
     float *rope = rope_table(c, s->max_context);
@@ -387,11 +401,38 @@ static uint32_t prediction_count(const hz_model *m, uint32_t l);
 static int enqueue_prediction(hz_session *s, uint32_t l);
 static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n);
 
+/* Waits until the router has stored layer l's selection into h_ids / h_w and then `tag` into
+ * h_route_tag (hz_dgemv_args.host_*). The word is polled; every 256 polls the event recorded after the
+ * router is asked whether the queue got past it: if it did and the tag is still not there, or the
+ * queue failed, the wait ends with an error instead of spinning on. The bytes count as one ROUTING
+ * D2H, as the copy they replace. */
+static int wait_routing(hz_session *s, uint32_t l, uint64_t tag) {
+    hz_gpu_session *g = s->gpu;
+    hz_backend *be = s->model->gpu->be;
+    const uint32_t K = s->model->cfg.top_k;
+    int st = be->ops->event_record(be, g->route_ev, HZ_QUEUE_COMPUTE);
+    if (st) return hz_error_prefix(st, "layer %u: waiting for the routing", l);
+    for (uint32_t i = 1;; i++) {
+        if (*g->h_route_tag == tag) break;
+        if ((i & 255u) == 0) {
+            st = be->ops->event_query(be, g->route_ev);
+            if (st == HZ_OK && *g->h_route_tag != tag)
+                return hz_error(HZ_EDEVICE, "layer %u: the router ended without storing the routing (tag %llu, found %llu)",
+                                l, (unsigned long long)tag, (unsigned long long)*g->h_route_tag);
+            if (st != HZ_OK && st != HZ_EBUSY) return hz_error_prefix(st, "layer %u: waiting for the routing", l);
+        }
+    }
+    atomic_thread_fence(memory_order_acquire); /* the ids and weights were stored before the tag */
+    hz_backend_count_d2h_store(be, HZ_PURPOSE_ROUTING, 2u * K * 4u);
+    g->route_mirrored++;
+    return HZ_OK;
+}
+
 /* Routed experts of layer l at partial residency: ids back to the host, leases, executor, release. With
  * the cache's HZ_PREFETCH_NEXT_LAYER, layer l+1's router also runs on this layer's MoE input before the
  * ids come back (one sync brings both), and the predicted experts are handed to the cache right after
  * this layer's executor is queued, so their copies overlap its compute. */
-static int routed_partial(hz_session *s, uint32_t l) {
+static int routed_partial(hz_session *s, uint32_t l, uint64_t tag) {
     hz_model *m = s->model;
     hz_gpu_model *gm = m->gpu;
     hz_gpu_session *g = s->gpu;
@@ -399,11 +440,17 @@ static int routed_partial(hz_session *s, uint32_t l) {
     const uint32_t K = m->cfg.top_k;
     const uint32_t npred = prediction_count(m, l);
     uint32_t pred[HZ_GPU_PREDICT_MAX];
-    int st = npred ? enqueue_prediction(s, l) : HZ_OK;
-    if (!st) st = hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, g->h_ids, g->route, 2u * K * 4u, HZ_PURPOSE_ROUTING);
-    if (!st && npred) st = read_prediction(s, pred, npred);
-    if (!st) st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
-    if (st) return hz_error_prefix(st, "layer %u: reading the routing back", l);
+    int st = HZ_OK;
+    if (tag) { /* the router stores the routing into h_ids / h_w itself (route_mirrored: no prediction) */
+        st = wait_routing(s, l, tag);
+        if (st) return st;
+    } else {
+        st = npred ? enqueue_prediction(s, l) : HZ_OK;
+        if (!st) st = hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, g->h_ids, g->route, 2u * K * 4u, HZ_PURPOSE_ROUTING);
+        if (!st && npred) st = read_prediction(s, pred, npred);
+        if (!st) st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
+        if (st) return hz_error_prefix(st, "layer %u: reading the routing back", l);
+    }
     /* The router kernel wrote the ids ascending and distinct: the groups are consecutive slices. */
     for (uint32_t g0 = 0; g0 < K; g0 += m->group_limit) {
         const uint32_t gn = K - g0 < m->group_limit ? K - g0 : m->group_limit;
@@ -505,6 +552,15 @@ static int experts_on_flags(const hz_session *s) {
            hz_exec_cuda_starts_on_flags(s->model->exec);
 }
 
+/* Whether the routing of a partial-residency step comes back through the router's own stores into
+ * pinned memory (route_mirror; routed_partial then polls a tag word instead of copying and waiting
+ * for the queue): not with the route kernel of its own, which has no host copy, nor with the
+ * next-layer prediction, whose ids come back by a copy anyway. */
+static int route_mirrored(const hz_session *s, int place) {
+    return s->gpu->route_mirror && !s->model->gpu->full && place != ROUTE_KERNEL &&
+           hz_cache_prefetch_mode(s->model->cache) != HZ_PREFETCH_NEXT_LAYER;
+}
+
 /* Enqueues the copy of the first n predicted ids into `ids` (host stack memory, so the copy completes
  * before the call returns on cuda; counted under purpose routing). */
 static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n) {
@@ -546,7 +602,7 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
     const hz_klaunch kl = {stream, g->use_pdl};
     hz_f16 *hb[2] = {g->h, g->h2};
     /* Where every layer's routing runs, and whether the experts then start on the router's flags */
-    const int place = route_placement(s), ready = experts_on_flags(s);
+    const int place = route_placement(s), ready = experts_on_flags(s), mirror = route_mirrored(s, place);
     uint32_t r = 0, l = 0;
     for (l = 0; l < L; l++) {
         const hz_layer_weights *w = &gm->dw.layers[l];
@@ -588,6 +644,12 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
         if (place == ROUTE_IN_GEMV && g->router_alone && g->route_tags) ra.tags = g->rtags + (size_t)l * E;
         /* With the router inside the GEMV, the experts start on its flags, not at its end. */
         if (ready) ra.ready = g->ready + 2u * l;
+        if (mirror) {
+            ra.host_ids = g->d_route_ids;
+            ra.host_w = g->d_route_w;
+            ra.host_tag_out = g->d_route_tag;
+            ra.host_tag = ++g->route_seq;
+        }
         if (place == ROUTE_CLUSTER) {
             CALL(hz_decode_router_cluster(&ra, &gm->dev, &kl));
         } else if (place == ROUTE_KERNEL) {
@@ -610,7 +672,7 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
                                          g->scratch_bytes, ready ? ra.ready : NULL, ready ? &g->dstep->epoch : NULL,
                                          stream));
         else
-            CALL(routed_partial(s, l));
+            CALL(routed_partial(s, l, mirror ? ra.host_tag : 0));
         if (qwen && g->side) {
             void *ss = NULL;
             CALL(hz_decode_side_begin(g->side, &ss));
@@ -868,7 +930,7 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      "\"eager_steps\":%llu,\"attention_splits\":%u,\"steps_queued_ahead\":%s,"
                      "\"steps_ahead_adopted\":%llu,\"steps_ahead_discarded\":%llu,\"argmax_readback\":\"%s\","
                      "\"router_tail\":\"%s\",\"experts_start\":\"%s\",\"expert_kernels\":\"%s\",\"shared_down_start\":%s,"
-                     "\"graph_fallback\":%s%s%s",
+                     "\"routing_readback\":\"%s\",\"routing_stored\":%llu,\"graph_fallback\":%s%s%s",
                      path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graphs[0]),
                      (unsigned long long)g->graph_steps, (unsigned long long)g->eager_steps, g->attn_splits,
                      g->speculate ? "true" : "false", (unsigned long long)g->spec_adopted,
@@ -878,6 +940,9 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      !g->side ? "null"
                      : hz_decode_side_programmatic_edges(g->side) ? "\"router trigger\""
                                                                   : "\"router end\"",
-                     g->graph_state < 0 ? "\"" : "", g->graph_state < 0 ? why : "null", g->graph_state < 0 ? "\"" : "");
+                     s->model->gpu->full                               ? "none (routing on the device)"
+                     : route_mirrored(s, route_placement(s)) ? "router store"
+                                                                         : "copy",
+                     (unsigned long long)g->route_mirrored, g->graph_state < 0 ? "\"" : "", g->graph_state < 0 ? why : "null", g->graph_state < 0 ? "\"" : "");
     return k < 0 || (size_t)k >= n ? hz_error(HZ_ENOMEM, "session stats: decode fields do not fit") : HZ_OK;
 }

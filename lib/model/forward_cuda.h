@@ -101,6 +101,20 @@ struct hz_gpu_session {
     int router_alone;        /* HZ_GPU_ROUTER_ALONE at creation: router rows on warps of their own */
     int route_tags;          /* HZ_GPU_ROUTE_TAGS at creation: router logits through tagged words */
     int side_edge;           /* HZ_GPU_SIDE_EDGE at creation: programmatic edge to the side GEMV */
+    /* Partial residency: the router stores its selection into h_ids / h_w itself (through these device
+     * addresses) and then the layer's tag into *h_route_tag; routed_partial polls that word instead of
+     * copying the routing back and waiting for the queue. route_mirror: on for this session
+     * (HZ_GPU_ROUTE_MIRROR=0 at creation turns it off; off where pinned memory is not addressable by
+     * kernels). route_ev: recorded after the router, so that a router that never publishes (a device
+     * error) ends the poll with the queue's status. */
+    int route_mirror;
+    uint32_t *d_route_ids;
+    float *d_route_w;
+    volatile uint64_t *h_route_tag;
+    uint64_t *d_route_tag;
+    uint64_t route_seq;      /* the last tag handed to a router */
+    uint64_t route_mirrored; /* layers whose routing came back through the mirror */
+    hz_bevent *route_ev;
     int spec_inflight;       /* a step is queued ahead: position spec_pos, token = the argmax returned
                               * for the step before it (spec_token) */
     uint32_t spec_pos;

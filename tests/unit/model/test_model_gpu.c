@@ -4,7 +4,8 @@
  * For each architecture, the same prompt and greedy continuation run on
  *   cpu   (reference executor, full residency)                       -- the reference
  *   cuda:0 with the grouped and the scalar executor, each at full residency (device routing table) and
- *          at partial residency (capacity = top-k: misses on most layers, routing read back per layer)
+ *          at partial residency (capacity = top-k: misses on most layers, routing read back per layer,
+ *          once stored into pinned memory by the router itself and once copied: HZ_GPU_ROUTE_MIRROR=0)
  * and the test checks, per step:
  *   - every greedy token equals the CPU's, and equals the argmax of the returned logits (the token comes
  *     from the device argmax);
@@ -14,6 +15,7 @@
  *     (~1e-7 relative) occasionally move an FP16 rounding by one unit (2^-11 = 4.9e-4 relative), and a
  *     few such flips through two layers, the final norm and lm_head stay well inside 5e-3, the same
  *     budget tests/golden allows against transformers;
+ *   - the session stats say how the routing came back ("routing_readback"), and the stored way was taken;
  *   - full and partial residency with the same executor give bit-identical logits (the kernels see the
  *     same experts in the same ascending order; only where the row addresses come from differs);
  *   - the grouped executor's sessions report the expert kernels chosen for the model: the two-pass
@@ -120,13 +122,19 @@ static void run_arch(const char *path, const char *arch) {
     printf("%s: cpu reference decode %.1f tok/s\n", arch, cpu_tps);
 
     static const char *execs[] = {"grouped", "scalar"};
-    float *gl[2] = {malloc((size_t)(N_STEPS + 1) * V * sizeof(float)), malloc((size_t)(N_STEPS + 1) * V * sizeof(float))};
-    for (int e = 0; e < 2 && gl[0] && gl[1]; e++) {
-        int ran[2] = {0, 0};
-        for (int r = 0; r < 2; r++) { /* r = 0: full residency, r = 1: capacity = top-k */
+    const size_t seq_bytes = (size_t)(N_STEPS + 1) * V * sizeof(float);
+    float *gl[3] = {malloc(seq_bytes), malloc(seq_bytes), malloc(seq_bytes)};
+    for (int e = 0; e < 2 && gl[0] && gl[1] && gl[2]; e++) {
+        int ran[3] = {0, 0, 0};
+        /* r = 0: full residency; r = 1: capacity = top-k, the routing stored into pinned memory by the
+         * router; r = 2: the same capacity with the routing copied back (HZ_GPU_ROUTE_MIRROR=0) */
+        for (int r = 0; r < 3; r++) {
             const uint32_t cap = r ? K : 0;
             stack g;
-            if (stack_open(&g, path, "cuda:0", cap, execs[e])) continue;
+            if (r == 2) setenv("HZ_GPU_ROUTE_MIRROR", "0", 1);
+            const int open_failed = stack_open(&g, path, "cuda:0", cap, execs[e]);
+            if (r == 2) unsetenv("HZ_GPU_ROUTE_MIRROR");
+            if (open_failed) continue;
             int32_t gtok[N_STEPS + 1];
             if (run_seq(&g, gl[r], gtok) == 0) {
                 ran[r] = 1;
@@ -162,25 +170,44 @@ static void run_arch(const char *path, const char *arch) {
                     FAILF("%s %s full residency: %llu routing D2H copies (the table should stay on the device)", arch,
                           execs[e], (unsigned long long)route_d2h);
                 if (cap != 0 && route_d2h == 0) FAILF("%s %s partial residency: no routing D2H", arch, execs[e]);
+                /* How the decode steps' routing came back: at r = 1 through the router's own stores (these
+                 * tests run the cluster or in-GEMV router tail, without prediction; the batched prefill still
+                 * copies its routing, so the stored ones are some of the routing D2H), at r = 2 never. */
+                char readback[32] = "?";
+                uint64_t stored = UINT64_MAX;
+                if (hz_session_stats_json(g.s, &js) == HZ_OK) {
+                    const char *p = strstr(js, "\"routing_readback\":\"");
+                    if (p) sscanf(p + strlen("\"routing_readback\":\""), "%31[^\"]", readback);
+                    stored = json_u64(js, "routing_stored");
+                    hz_free(js);
+                }
+                const char *want = r == 0 ? "none (routing on the device)" : r == 1 ? "router store" : "copy";
+                const int stored_ok = r == 1 ? stored > 0 && stored <= route_d2h : stored == 0;
+                if (strcmp(readback, want) != 0 || !stored_ok)
+                    FAILF("%s %s cap %u: routing_readback \"%s\" with %llu of %llu routing D2H stored, expected \"%s\"",
+                          arch, execs[e], cap, readback, (unsigned long long)stored, (unsigned long long)route_d2h, want);
                 double tps = bench(&g, gtok[N_STEPS]);
-                printf("%s: cuda:0 %-7s %-7s (capacity %u): %d steps, tokens %s, max rel err %.3e, misses %llu, "
-                       "routing D2H %llu, weights H2D %llu B, decode %.1f tok/s\n",
-                       arch, execs[e], cap ? "partial" : "full", cap ? cap : 0u, N_STEPS + 1,
+                printf("%s: cuda:0 %-7s %-7s (capacity %u, routing %s): %d steps, tokens %s, max rel err %.3e, "
+                       "misses %llu, routing D2H %llu, weights H2D %llu B, decode %.1f tok/s\n",
+                       arch, execs[e], cap ? "partial" : "full", cap ? cap : 0u, readback, N_STEPS + 1,
                        tok_ok ? "identical" : "DIFFER", worst, (unsigned long long)misses,
                        (unsigned long long)route_d2h, (unsigned long long)w_h2d, tps);
             }
             stack_close(&g);
         }
-        if (!ran[0] || !ran[1])
-            continue;
-        if (memcmp(gl[0], gl[1], (size_t)(N_STEPS + 1) * V * sizeof(float)) != 0)
-            FAILF("%s %s: full and partial residency logits differ (max rel %.3e)", arch, execs[e],
-                  max_rel(gl[1], gl[0], (N_STEPS + 1) * V));
-        else
-            printf("%s: cuda:0 %s: full and partial residency logits bit-identical\n", arch, execs[e]);
+        for (int r = 1; r < 3; r++) {
+            if (!ran[0] || !ran[r]) continue;
+            if (memcmp(gl[0], gl[r], seq_bytes) != 0)
+                FAILF("%s %s: full and partial residency (routing %s) logits differ (max rel %.3e)", arch, execs[e],
+                      r == 1 ? "stored" : "copied", max_rel(gl[r], gl[0], (N_STEPS + 1) * V));
+            else
+                printf("%s: cuda:0 %s: full and partial residency (routing %s) logits bit-identical\n", arch,
+                       execs[e], r == 1 ? "stored" : "copied");
+        }
     }
     free(gl[0]);
     free(gl[1]);
+    free(gl[2]);
     free(cl);
 }
 
