@@ -431,7 +431,11 @@ int hz_session_logits(const hz_session *session, const float **out, uint32_t *ou
  *                      down as two kernels), "reg", "cudacores" (grouped executor) or "scalar";
  *   shared_down_start  null (no shared expert on a side stream), "router trigger" (in captured steps the
  *                      shared expert's down projection is placed while the router kernel runs and
- *                      waits for its end on the device) or "router end".
+ *                      waits for its end on the device) or "router end";
+ *   routing_readback   how each layer's routing reaches the host at partial residency: "router store"
+ *                      (the router writes it to pinned memory and the host polls a tag word), "copy"
+ *                      (a copy and a wait for the queue), or "none (routing on the device)" at full
+ *                      residency; routing_stored counts the layers that came back the first way.
  * Fields may be added; none is removed or changes meaning within a major version.
  * Errors: HZ_EINVAL (NULL), HZ_ENOMEM. Like every session call, not concurrently with another call on
  * the same session. */

@@ -13,10 +13,14 @@
  *           therefore captured once per session as a CUDA graph (embedding .. argmax) and replayed,
  *           with the token and position set in its first node; if the capture fails the session runs
  *           the same kernels one by one and its stats say why.
- *   partial: per layer the top-k ids and weights come back to the host (one small counted D2H,
- *           purpose ROUTING, then a compute-queue sync), the cache acquires the group (misses travel on
+ *   partial: per layer the top-k ids and weights come back to the host (a small D2H, counted under
+ *           purpose ROUTING): the router stores them into pinned memory itself and then a tag word, which
+ *           the host polls (wait_routing), or, with the next-layer prediction or HZ_GPU_ROUTE_MIRROR=0,
+ *           by a copy and a compute-queue sync. Then the cache acquires the group (misses travel on
  *           the copy queue inside the acquire), the executor is enqueued on the leased rows and the
  *           lease is released with an event recorded on the compute queue after it. Always eager.
+ *           The stored routing made OLMoE's decode at 63 and 30 of 64 experts resident 8-10% faster
+ *           than the copy and sync (H200, 2026-11-30, doc/benchmarks.md, twenty-second round).
  * A step ends with the argmax (4 bytes) back on the host; the logits stay on the device until
  * hz_gpu_logits_fetch (hz_session_logits, a non-greedy sampler).
  * A prompt of more than one token goes to the batched prefill of prefill_cuda.c (chunks of up to 512
