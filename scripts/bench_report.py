@@ -205,6 +205,9 @@ def run_figures(rep, run, mb, ceil, peer):
     # cuda sessions name the routed experts' kernels (hz_session_stats_json's expert_kernels)
     ss = run.get("session_stats")
     f["expert_kernels"] = ss.get("expert_kernels") if isinstance(ss, dict) else None
+    # and, at partial residency, how each layer's routing reached the host (routing_readback)
+    rr = ss.get("routing_readback") if isinstance(ss, dict) else None
+    f["routing_readback"] = rr if rr in ("router store", "copy") else None
     # Decode roofline at the protocol's mean decode context: the step running position p attends p + 1
     # positions; a request's decode steps run positions P .. P+N-2, so their mean is P + N/2.
     mean_ctx = sum(plens) / len(plens) + n_tok / 2 if plens else 0
@@ -448,9 +451,11 @@ def roofline_lines(arch, mb, f0):
 
 
 def executor_cell(f):
-    """The executor, followed by the expert kernels its session reported where they say more."""
-    k = f.get("expert_kernels")
-    return f["executor"] + (f" ({k})" if k and k != f["executor"] else "")
+    """The executor, followed by the expert kernels its session reported where they say more, and at
+    partial residency by how the routing came back ("routing router store" or "routing copy")."""
+    k, rr = f.get("expert_kernels"), f.get("routing_readback")
+    notes = ([k] if k and k != f["executor"] else []) + ([f"routing {rr}"] if rr else [])
+    return f["executor"] + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def sweep_lines(arch, figs):

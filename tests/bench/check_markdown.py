@@ -216,8 +216,9 @@ def check_rows(md, figs):
     for f in figs:
         dec = "{:,.1f}".format(f["pooled_decode_tok_s"])
         frac = "{:.1f}%".format(100 * f["decode_fraction"])
-        k = f.get("expert_kernels")
-        cell = f["executor"] + (f" ({k})" if k and k != f["executor"] else "")
+        k, rr = f.get("expert_kernels"), f.get("routing_readback")
+        notes = ([k] if k and k != f["executor"] else []) + ([f"routing {rr}"] if rr else [])
+        cell = f["executor"] + (f" ({'; '.join(notes)})" if notes else "")
         row = f"| {cell} | {f['residency']} | {f['transport']} | {f['blocks']} | {dec} | {frac} |"
         check(row in md, f"markdown lacks the row start: {row}")
 
@@ -283,9 +284,11 @@ def main():
     os.makedirs(d2)
     r2 = json.loads(json.dumps(benches[0]))
     r2["date_utc"] = "2027-02-03T04:05:06Z"
-    # a cuda session names its expert kernels: the row's executor cell carries them (synthetic here)
+    # a cuda session names its expert kernels and, at partial residency, how its routing came back:
+    # the row's executor cell carries both (synthetic here)
     ss0 = r2["runs"][0].get("session_stats")
-    r2["runs"][0]["session_stats"] = dict(ss0 if isinstance(ss0, dict) else {}, expert_kernels="twopass")
+    r2["runs"][0]["session_stats"] = dict(ss0 if isinstance(ss0, dict) else {}, expert_kernels="twopass",
+                                          routing_readback="router store")
     with open(os.path.join(d2, "bench-x.json"), "w") as f:
         json.dump(r2, f)
     for s in summaries.values():
@@ -299,10 +302,11 @@ def main():
     figs2 = load(os.path.join(a.work, "fig2.json"))["runs"]
     named2 = [f for f in figs2 if f.get("expert_kernels") == "twopass"]
     check(len(named2) == 1, f"{len(named2)} figures name the expert kernels 'twopass', expected the one run")
-    check(all(f.get("expert_kernels") is None for f in figs2 if f not in named2),
-          "expert kernels named for a cpu session")
+    check(all(f.get("expert_kernels") is None and f.get("routing_readback") is None for f in figs2 if f not in named2),
+          "expert kernels or a routing readback named for a cpu session")
     check_rows(sec2, named2)
-    check(f"| {r2['runs'][0]['label']['executor']} (twopass) |" in sec2, "the row does not name the expert kernels")
+    check(f"| {r2['runs'][0]['label']['executor']} (twopass; routing router store) |" in sec2,
+          "the row does not name the expert kernels and the routing readback")
     check(any(f["ceilings_borrowed"] for f in figs2) and any(not f["ceilings_borrowed"] for f in figs2),
           "borrowed flags")
     # And the first run's inputs once more: still in place, nothing else moves.
