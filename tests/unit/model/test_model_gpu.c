@@ -131,9 +131,16 @@ static void run_arch(const char *path, const char *arch) {
         for (int r = 0; r < 3; r++) {
             const uint32_t cap = r ? K : 0;
             stack g;
-            if (r == 2) setenv("HZ_GPU_ROUTE_MIRROR", "0", 1);
+            /* the variable is read at session creation: set for this stack only, whatever the caller set */
+            const char *outer = getenv("HZ_GPU_ROUTE_MIRROR");
+            char keep[16] = "";
+            if (outer) snprintf(keep, sizeof keep, "%s", outer);
+            setenv("HZ_GPU_ROUTE_MIRROR", r == 2 ? "0" : "1", 1);
             const int open_failed = stack_open(&g, path, "cuda:0", cap, execs[e]);
-            if (r == 2) unsetenv("HZ_GPU_ROUTE_MIRROR");
+            if (outer)
+                setenv("HZ_GPU_ROUTE_MIRROR", keep, 1);
+            else
+                unsetenv("HZ_GPU_ROUTE_MIRROR");
             if (open_failed) continue;
             int32_t gtok[N_STEPS + 1];
             if (run_seq(&g, gl[r], gtok) == 0) {
