@@ -34,17 +34,23 @@ constexpr uint32_t kMaxGuWarps = 8;
 
 __host__ __device__ constexpr uint32_t round_up(uint32_t v, uint32_t a) { return (v + a - 1u) / a * a; }
 
-/* The 16 words (32 FP16 values, 64 bytes) of chunk c of a vector staged in shared memory, as stored. */
-__device__ __forceinline__ void lds_chunk_words(const __half *staged, uint32_t c, uint32_t (&w)[16]) {
-    const uint4 *src = reinterpret_cast<const uint4 *>(staged + 32u * c);
+/* The 16 words (32 FP16 values, 64 bytes) at src, as stored; kL2Only: read through L2 only (__ldcg),
+ * for data another kernel of the step wrote. */
+template <bool kL2Only>
+__device__ __forceinline__ void chunk_words(const uint4 *src, uint32_t (&w)[16]) {
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        const uint4 v = src[i];
+        const uint4 v = kL2Only ? __ldcg(src + i) : src[i];
         w[4 * i + 0] = v.x;
         w[4 * i + 1] = v.y;
         w[4 * i + 2] = v.z;
         w[4 * i + 3] = v.w;
     }
+}
+
+/* The 16 words of chunk c of a vector staged in shared memory, as stored. */
+__device__ __forceinline__ void lds_chunk_words(const __half *staged, uint32_t c, uint32_t (&w)[16]) {
+    chunk_words<false>(reinterpret_cast<const uint4 *>(staged + 32u * c), w);
 }
 
 /* The 32 FP16 values of chunk c of a vector staged raw (plain FP16 order) in shared memory, in the
@@ -193,14 +199,7 @@ __global__ void __launch_bounds__(kMaxDnWarps * 32) bulk_down_kernel(const __gri
         const uint32_t chunks = p.n * (p.ikp / 32u); /* act_bytes == 2 * ikp: 64 bytes per chunk */
         for (uint32_t c = threadIdx.x; c < chunks; c += blockDim.x) {
             uint32_t wv[16], xh[16];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const uint4 v = __ldcg(src + 4u * c + (uint32_t)i);
-                wv[4 * i + 0] = v.x;
-                wv[4 * i + 1] = v.y;
-                wv[4 * i + 2] = v.z;
-                wv[4 * i + 3] = v.w;
-            }
+            chunk_words<true>(src + 4u * c, wv);
             hz_pairs_from_words(wv, xh);
 #pragma unroll
             for (int i = 0; i < 4; i++)

@@ -428,7 +428,7 @@ static int wait_routing(hz_session *s, uint32_t l, uint64_t tag) {
     }
     atomic_thread_fence(memory_order_acquire); /* the ids and weights were stored before the tag */
     hz_backend_count_d2h_store(be, HZ_PURPOSE_ROUTING, 2u * K * 4u);
-    g->route_mirrored++;
+    g->route_stored++;
     return HZ_OK;
 }
 
@@ -944,9 +944,10 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      !g->side ? "null"
                      : hz_decode_side_programmatic_edges(g->side) ? "\"router trigger\""
                                                                   : "\"router end\"",
-                     s->model->gpu->full                               ? "none (routing on the device)"
+                     s->model->gpu->full                     ? "none (routing on the device)"
                      : route_mirrored(s, route_placement(s)) ? "router store"
-                                                                         : "copy",
-                     (unsigned long long)g->route_mirrored, g->graph_state < 0 ? "\"" : "", g->graph_state < 0 ? why : "null", g->graph_state < 0 ? "\"" : "");
+                                                             : "copy",
+                     (unsigned long long)g->route_stored, g->graph_state < 0 ? "\"" : "",
+                     g->graph_state < 0 ? why : "null", g->graph_state < 0 ? "\"" : "");
     return k < 0 || (size_t)k >= n ? hz_error(HZ_ENOMEM, "session stats: decode fields do not fit") : HZ_OK;
 }

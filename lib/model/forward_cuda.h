@@ -113,7 +113,7 @@ struct hz_gpu_session {
     volatile uint64_t *h_route_tag;
     uint64_t *d_route_tag;
     uint64_t route_seq;      /* the last tag handed to a router */
-    uint64_t route_mirrored; /* layers whose routing came back through the mirror */
+    uint64_t route_stored;   /* layers whose routing the router stored (session stat routing_stored) */
     hz_bevent *route_ev;
     int spec_inflight;       /* a step is queued ahead: position spec_pos, token = the argmax returned
                               * for the step before it (spec_token) */

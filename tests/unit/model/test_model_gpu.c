@@ -106,6 +106,17 @@ static uint64_t json_u64(const char *json, const char *key) {
     return p ? strtoull(p + strlen(pat), NULL, 10) : UINT64_MAX;
 }
 
+/* The string value of `key` in a flat JSON object, into out (n bytes, truncated; "" when absent). */
+static void json_str(const char *json, const char *key, char *out, size_t n) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    const char *p = strstr(json, pat);
+    size_t i = 0;
+    if (p)
+        for (p += strlen(pat); p[i] && p[i] != '"' && i + 1 < n; i++) out[i] = p[i];
+    out[i] = '\0';
+}
+
 static void run_arch(const char *path, const char *arch) {
     stack ref;
     if (stack_open(&ref, path, "cpu", 0, "reference")) return;
@@ -131,16 +142,9 @@ static void run_arch(const char *path, const char *arch) {
         for (int r = 0; r < 3; r++) {
             const uint32_t cap = r ? K : 0;
             stack g;
-            /* the variable is read at session creation: set for this stack only, whatever the caller set */
-            const char *outer = getenv("HZ_GPU_ROUTE_MIRROR");
-            char keep[16] = "";
-            if (outer) snprintf(keep, sizeof keep, "%s", outer);
-            setenv("HZ_GPU_ROUTE_MIRROR", r == 2 ? "0" : "1", 1);
+            setenv("HZ_GPU_ROUTE_MIRROR", r == 2 ? "0" : "1", 1); /* read at session creation */
             const int open_failed = stack_open(&g, path, "cuda:0", cap, execs[e]);
-            if (outer)
-                setenv("HZ_GPU_ROUTE_MIRROR", keep, 1);
-            else
-                unsetenv("HZ_GPU_ROUTE_MIRROR");
+            unsetenv("HZ_GPU_ROUTE_MIRROR");
             if (open_failed) continue;
             int32_t gtok[N_STEPS + 1];
             if (run_seq(&g, gl[r], gtok) == 0) {
@@ -183,8 +187,7 @@ static void run_arch(const char *path, const char *arch) {
                 char readback[32] = "?";
                 uint64_t stored = UINT64_MAX;
                 if (hz_session_stats_json(g.s, &js) == HZ_OK) {
-                    const char *p = strstr(js, "\"routing_readback\":\"");
-                    if (p) sscanf(p + strlen("\"routing_readback\":\""), "%31[^\"]", readback);
+                    json_str(js, "routing_readback", readback, sizeof readback);
                     stored = json_u64(js, "routing_stored");
                     hz_free(js);
                 }
@@ -226,16 +229,7 @@ static uint64_t decode_path(hz_session *s, char *out, size_t n) {
         FAILF("hz_session_stats_json: %s", hz_last_error_message());
         return 0;
     }
-    const char *p = strstr(js, "\"decode_path\":\"");
-    if (p) {
-        p += strlen("\"decode_path\":\"");
-        size_t i = 0;
-        while (p[i] && p[i] != '"' && i + 1 < n) {
-            out[i] = p[i];
-            i++;
-        }
-        out[i] = '\0';
-    }
+    json_str(js, "decode_path", out, n);
     uint64_t steps = json_u64(js, "graph_steps");
     const char *why = strstr(js, "\"graph_fallback\":");
     if (why && strncmp(why + strlen("\"graph_fallback\":"), "null", 4) != 0) printf("  %s\n", why);
@@ -567,34 +561,34 @@ static void check_route_args(void) {
     if (bad_ok) printf("model route: bad arguments refused with HZ_EINVAL\n");
 }
 
+/* Whether the comma-separated `list` holds the name [name, name + len). */
+static int list_has(const char *list, const char *name, size_t len) {
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        const size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == len && strncmp(p, name, len) == 0) return 1;
+        p += n + (end ? 1u : 0u);
+    }
+    return 0;
+}
+
+#define MODEL_GPU_PARTS "run,modes,queued,long"
+
 /* Whether HZ_MODEL_GPU_PARTS selects `part` (unset or empty: every part). */
 static int part_on(const char *part) {
     const char *v = getenv("HZ_MODEL_GPU_PARTS");
-    if (!v || !*v) return 1;
-    const size_t n = strlen(part);
-    for (const char *p = v; *p;) {
-        const char *end = strchr(p, ',');
-        const size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == n && strncmp(p, part, n) == 0) return 1;
-        p += len + (end ? 1u : 0u);
-    }
-    return 0;
+    return !v || !*v || list_has(v, part, strlen(part));
 }
 
 /* Every name in HZ_MODEL_GPU_PARTS is a part this test has: a misspelt name would otherwise run nothing
  * and pass. */
 static int parts_valid(void) {
-    static const char *const known[] = {"run", "modes", "queued", "long"};
     const char *v = getenv("HZ_MODEL_GPU_PARTS");
-    if (!v) return 1;
-    for (const char *p = v; *p;) {
+    for (const char *p = v ? v : ""; *p;) {
         const char *end = strchr(p, ',');
         const size_t len = end ? (size_t)(end - p) : strlen(p);
-        int found = 0;
-        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
-            found |= strlen(known[k]) == len && strncmp(p, known[k], len) == 0;
-        if (!found) {
-            printf("FAIL: HZ_MODEL_GPU_PARTS: unknown part '%.*s' (parts: run, modes, queued, long)\n", (int)len, p);
+        if (!list_has(MODEL_GPU_PARTS, p, len)) {
+            printf("FAIL: HZ_MODEL_GPU_PARTS: unknown part '%.*s' (parts: " MODEL_GPU_PARTS ")\n", (int)len, p);
             return 0;
         }
         p += len + (end ? 1u : 0u);
