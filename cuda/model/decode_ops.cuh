@@ -219,6 +219,26 @@ uint32_t hz_decode_attention_splits(const hz_decode_dev *dev, uint32_t heads, ui
 int hz_decode_attention_supported(uint32_t head_dim);
 int hz_decode_attention(const hz_dattn_args *a, const hz_klaunch *k);
 
+/* ---- the gate of a layer's routed experts at partial residency ------------------------------------------
+ * At partial residency the host learns a layer's routing only when its router has run, and must lease
+ * the rows (serving the misses) before the experts may read them. To keep the device busy meanwhile,
+ * the step enqueues each layer's experts ahead, behind this gate, and the next layer's kernels up to
+ * its router behind them (lib/model/forward_cuda.c, "experts ahead"). One warp waits for the kernel
+ * before it (programmatic dependent launch), then polls *go (pinned host memory, its device address)
+ * until it holds at least `want`, and then copies rows_host[0..n) (pinned, written by the host before
+ * it stored `want`) into rows_dev[0..n) (device memory: the executor's blobs_dev). The host stores
+ * `want` into *go after it has written the rows of the leased group, or, on any failure, without
+ * writing them (the rows of an earlier gate, or of the initial fill, are then read again: addresses
+ * inside the cache's arena, which stays allocated while the session lives). It must do one or the
+ * other for every gate it enqueued before it waits for the queue. A gate that sees no `want` within
+ * about 10 seconds (2e10 multiprocessor clocks: a host that broke that rule, or one held up by a thread
+ * outside the session's control) stores `want` into *late (pinned, its device address) and copies
+ * whatever rows_host holds, so that the queue moves on instead of hanging; the host must then fail the
+ * step. The kernel after the gate may be placed while it polls (it triggers its dependents at once).
+ * n <= 32. */
+int hz_decode_gate(const uint64_t *go, uint64_t want, const uint64_t *rows_host, const void **rows_dev, uint32_t n,
+                   uint64_t *late, const hz_klaunch *k);
+
 /* ---- a side stream for work that does not depend on the routed experts --------------------------------------
  * Qwen's shared expert down projection needs only the router GEMV's gate/up rows, so it runs beside the
  * routed-expert kernel instead of after it. hz_decode_side holds a non-blocking stream on the device of

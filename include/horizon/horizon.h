@@ -435,7 +435,14 @@ int hz_session_logits(const hz_session *session, const float **out, uint32_t *ou
  *   routing_readback   how each layer's routing reaches the host at partial residency: "router store"
  *                      (the router writes it to pinned memory and the host polls a tag word), "copy"
  *                      (a copy and a wait for the queue), or "none (routing on the device)" at full
- *                      residency; routing_stored counts the layers that came back the first way.
+ *                      residency; routing_stored counts the layers that came back the first way;
+ *   experts_queued     where a partial-residency step queues each layer's routed experts: "ahead of the
+ *                      routing" (behind a gate the host opens once it has leased the rows, with the
+ *                      next layer's kernels queued behind them; from a session's second step on),
+ *                      "after the routing" (HZ_GPU_EXPERTS_AHEAD=0, or without the router store), or
+ *                      "on the device" at full residency; experts_gated counts the layers run behind
+ *                      an opened gate. Partial-residency forwards of sessions sharing a cache run one
+ *                      at a time (the others wait).
  * Fields may be added; none is removed or changes meaning within a major version.
  * Errors: HZ_EINVAL (NULL), HZ_ENOMEM. Like every session call, not concurrently with another call on
  * the same session. */

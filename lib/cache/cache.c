@@ -208,6 +208,7 @@ static void cache_free(hz_cache *c) {
     free(c->miss_round_hist);
     pthread_mutex_destroy(&c->mu);
     pthread_mutex_destroy(&c->txn_mu);
+    pthread_mutex_destroy(&c->run_mu);
     pthread_cond_destroy(&c->rows_cv);
     free(c);
     if (msg[0]) hz_error(HZ_OK, "%s", msg);
@@ -348,6 +349,7 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
     if (!c) return hz_error(HZ_ENOMEM, "out of memory for a cache");
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->txn_mu, NULL);
+    pthread_mutex_init(&c->run_mu, NULL);
     pthread_cond_init(&c->rows_cv, NULL);
     atomic_init(&c->current, NULL);
     atomic_init(&c->models, 0);
@@ -954,6 +956,12 @@ int hz_cache_group_limit(const hz_cache *cache, uint32_t *out) {
     *out = cache->capacity;
     return HZ_OK;
 }
+
+void hz_cache_run_lock(hz_cache *cache) { pthread_mutex_lock(&cache->run_mu); }
+
+void hz_cache_run_unlock(hz_cache *cache) { pthread_mutex_unlock(&cache->run_mu); }
+
+const void *hz_cache_first_row(const hz_cache *cache) { return cache ? (const void *)cache->arena : NULL; }
 
 void hz_cache_model_add(hz_cache *cache) { atomic_fetch_add(&cache->models, 1); }
 

@@ -11,6 +11,16 @@ int hz_cache_check_model_use(const hz_cache *cache, const hz_host_backing *backi
 /* The most experts one hz_generation_acquire accepts: the capacity per layer. Groups with more misses
  * than spare rows are loaded in several serialized rounds inside that one call. */
 int hz_cache_group_limit(const hz_cache *cache, uint32_t *out);
+/* The device address of the arena's first row: readable for as long as the cache lives (the GPU decode
+ * step points the gate of its experts enqueued ahead there before any lease has given it rows). NULL for
+ * NULL. Thread-safe (fixed at creation). */
+const void *hz_cache_first_row(const hz_cache *cache);
+/* Held by a GPU session for the whole of a forward at partial residency (decode steps and prefill), so
+ * that such forwards of sessions sharing this cache run one at a time: a step that queues its experts
+ * ahead of the routing makes the device wait for its host, and must never find that host waiting for
+ * another session's work queued behind it. Not held by anything else; never held while taking it. */
+void hz_cache_run_lock(hz_cache *cache);
+void hz_cache_run_unlock(hz_cache *cache);
 /* Models register themselves so hz_cache_destroy refuses with HZ_EBUSY while one lives. Thread-safe. */
 void hz_cache_model_add(hz_cache *cache);
 void hz_cache_model_remove(hz_cache *cache);

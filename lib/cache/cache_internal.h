@@ -133,6 +133,7 @@ struct hz_cache {
     pthread_mutex_t mu;      /* everything below, the rows and every generation's mutable fields */
     pthread_cond_t rows_cv;  /* signalled when a lease on an old generation ends */
     pthread_mutex_t txn_mu;  /* serializes miss transactions (every transport) */
+    pthread_mutex_t run_mu;  /* hz_cache_run_lock: one partial-residency GPU forward at a time */
     hz_gen *_Atomic current; /* swapped in one store under mu: the publication */
     hz_gen *old;             /* older live generations, newest first */
     uint64_t next_gen_id;

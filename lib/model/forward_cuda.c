@@ -212,6 +212,7 @@ void hz_gpu_session_destroy(hz_session *s) {
         if (g->step_done[p]) be->ops->event_destroy(be, g->step_done[p]);
     }
     if (g->route_ev) be->ops->event_destroy(be, g->route_ev);
+    if (g->route_ev2) be->ops->event_destroy(be, g->route_ev2);
     hz_decode_side_destroy(g->side);
     hz_event_destroy(g->done);
     if (g->act) be->ops->mem_free(be, g->act);
@@ -341,8 +342,10 @@ int hz_gpu_session_create(hz_session *s) {
     const uint64_t act_bytes = layout_act(s, g, NULL);
     const uint64_t kv_bytes = (uint64_t)c->layers * s->max_context * c->kv_heads * c->head_dim * sizeof(hz_f16);
     const uint32_t K = c->top_k, rows_n = m->group_limit > K ? m->group_limit : K;
-    /* pinned: [K ids | K weights | 2 argmax slots | the routing tag] then, 64-byte aligned, the logits */
-    const uint64_t pinned_head = hz_align_up(2u * K * 4u + 16u, 64);
+    /* pinned: [K ids | K weights | 2 argmax slots | the routing tag | the gate word | the gate's late
+     * word | K gate rows] then, 64-byte aligned, the logits */
+    const uint64_t gate_at = 2u * K * 4u + 16u;
+    const uint64_t pinned_head = hz_align_up(gate_at + 16u + (uint64_t)K * 8u, 64);
     const uint64_t pinned_bytes = pinned_head + (uint64_t)c->vocab * 4u;
     g->rows = hz_calloc(rows_n, sizeof *g->rows);
     if (!g->rows) return HZ_ENOMEM;
@@ -353,6 +356,7 @@ int hz_gpu_session_create(hz_session *s) {
     if (!st) st = hz_event_create(m->device, &g->done);
     for (int p = 0; p < 2 && !st; p++) st = be->ops->event_create(be, &g->step_done[p]);
     if (!st) st = be->ops->event_create(be, &g->route_ev);
+    if (!st) st = be->ops->event_create(be, &g->route_ev2);
     if (!st && c->shared_inter && env_on("HZ_GPU_SHARED_BESIDE")) st = hz_decode_side_create(m->gpu->queue, &g->side);
     g->side_edge = env_on("HZ_GPU_SIDE_EDGE");
     g->router_alone = env_on("HZ_GPU_ROUTER_ALONE");
@@ -378,6 +382,20 @@ int hz_gpu_session_create(hz_session *s) {
                             hz_decode_host_pointer((void *)g->h_route_tag, (void **)&g->d_route_tag) != HZ_OK)) {
         hz_log(HZ_LOG_INFO, "decode: the routing comes back by a copy after each router: %s", hz_last_error_message());
         g->route_mirror = 0;
+    }
+    /* The gate's words, and its rows pointing into the cache's arena until a lease gives it others. */
+    g->h_go = (volatile uint64_t *)(void *)(g->pinned + gate_at);
+    g->h_gate_late = g->h_go + 1;
+    g->h_gate_rows = g->h_go + 2;
+    *g->h_go = *g->h_gate_late = 0;
+    for (uint32_t i = 0; i < K; i++) g->h_gate_rows[i] = (uint64_t)(uintptr_t)hz_cache_first_row(m->cache);
+    g->experts_ahead = g->route_mirror && !m->gpu->full && env_on("HZ_GPU_EXPERTS_AHEAD");
+    if (g->experts_ahead && (hz_decode_host_pointer((void *)g->h_go, (void **)&g->d_go) != HZ_OK ||
+                             hz_decode_host_pointer((void *)g->h_gate_late, (void **)&g->d_gate_late) != HZ_OK ||
+                             hz_decode_host_pointer((void *)g->h_gate_rows, (void **)&g->d_gate_rows) != HZ_OK)) {
+        hz_log(HZ_LOG_INFO, "decode: the experts wait for the host's lease before they are queued: %s",
+               hz_last_error_message());
+        g->experts_ahead = 0;
     }
     use_parity(g, 0);
     s->logits = (float *)(g->pinned + pinned_head);
@@ -407,22 +425,26 @@ static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n);
 
 /* Waits until the router has stored layer l's selection into h_ids / h_w and then `tag` into
  * h_route_tag (hz_dgemv_args.host_*). The word is polled; every 256 polls the event recorded after the
- * router is asked whether the queue got past it: if it did and the tag is still not there, or the
+ * router (here when `record`, else by the caller right after the router) is asked whether the queue got
+ * past it: if it did and the tag is still not there, or the
  * queue failed, the wait ends with an error instead of spinning on. The bytes count as one ROUTING
  * D2H, as the copy they replace. */
-static int wait_routing(hz_session *s, uint32_t l, uint64_t tag) {
+static int wait_routing(hz_session *s, uint32_t l, uint64_t tag, hz_bevent *ev, int record) {
     hz_gpu_session *g = s->gpu;
     hz_backend *be = s->model->gpu->be;
     const uint32_t K = s->model->cfg.top_k;
-    int st = be->ops->event_record(be, g->route_ev, HZ_QUEUE_COMPUTE);
+    int st = record ? be->ops->event_record(be, ev, HZ_QUEUE_COMPUTE) : HZ_OK;
     if (st) return hz_error_prefix(st, "layer %u: waiting for the routing", l);
     for (uint32_t i = 1;; i++) {
         if (*g->h_route_tag == tag) break;
         if ((i & 255u) == 0) {
-            st = be->ops->event_query(be, g->route_ev);
+            st = be->ops->event_query(be, ev);
             if (st == HZ_OK && *g->h_route_tag != tag)
-                return hz_error(HZ_EDEVICE, "layer %u: the router ended without storing the routing (tag %llu, found %llu)",
-                                l, (unsigned long long)tag, (unsigned long long)*g->h_route_tag);
+                return hz_error(HZ_EDEVICE, "layer %u: the router ended without storing the routing (tag %llu, found "
+                                            "%llu; gate word %llu, gate %llu %s, late %llu)",
+                                l, (unsigned long long)tag, (unsigned long long)*g->h_route_tag,
+                                (unsigned long long)*g->h_go, (unsigned long long)g->gate_seq,
+                                g->gate_pending ? "waiting" : "open", (unsigned long long)*g->h_gate_late);
             if (st != HZ_OK && st != HZ_EBUSY) return hz_error_prefix(st, "layer %u: waiting for the routing", l);
         }
     }
@@ -446,7 +468,7 @@ static int routed_partial(hz_session *s, uint32_t l, uint64_t tag) {
     uint32_t pred[HZ_GPU_PREDICT_MAX];
     int st = HZ_OK;
     if (tag) { /* the router stores the routing into h_ids / h_w itself (route_mirrored: no prediction) */
-        st = wait_routing(s, l, tag);
+        st = wait_routing(s, l, tag, g->route_ev, 1);
         if (st) return st;
     } else {
         st = npred ? enqueue_prediction(s, l) : HZ_OK;
@@ -487,6 +509,82 @@ static int routed_partial(hz_session *s, uint32_t l, uint64_t tag) {
      * acquire. The prediction cannot change a result, only which copies happen when. */
     if (npred) (void)hz_cache_prefetch(m->cache, l + 1, pred, npred);
     return HZ_OK;
+}
+
+/* ---- the experts ahead (partial residency) ----------------------------------------------------------
+ * Without it, a layer's experts are enqueued only once the host has read the routing and leased the
+ * rows, and the next layer's kernels after them: the device idles for the round trip and for every
+ * launch after it. With it, enqueue_step queues layer l's experts behind a gate (hz_decode_gate) right
+ * after the router, then layer l+1's kernels up to its router, and only then does the host serve layer
+ * l (routed_ahead): it reads the routing the router stored, leases the group, writes the rows for the
+ * gate and opens it. The rule that keeps this from waiting on itself: while a gate waits, the host
+ * waits only for things queued before that gate. The lease of layer l therefore ends with an event
+ * recorded behind layer l+1's router, before the next gate, and a session that fails anywhere opens its
+ * waiting gate on the rows of an earlier gate before it returns (the step then fails). Sessions sharing
+ * a cache run their partial-residency forwards one at a time (hz_forward_gpu), so that no acquire waits
+ * for another session's consumer queued behind a gate. */
+
+/* Whether this step queues the experts ahead: on for the session, armed (below), the router stores the
+ * routing, one group per layer (the capacity holds the top-k), and no next-layer prediction (its
+ * router needs the copy and the queue wait).
+ * Armed: once one last-token step of the session has run without gates. CUDA loads a kernel's code at
+ * its first launch (lazy loading, the default since CUDA 12.2), and that load waits for the kernels
+ * already running: a first launch behind a waiting gate therefore waited for the gate, which waited
+ * for this host (H200, 2026-11-30: hz-bench's first step stalled until the gate's 10 s ran out). The
+ * kernels of a step do not change with the position, so after one whole step every one is loaded. */
+static int experts_ahead(const hz_session *s, int mirror) {
+    const hz_model *m = s->model;
+    return s->gpu->experts_ahead && s->gpu->ahead_armed && mirror && m->cfg.top_k <= m->group_limit &&
+           hz_cache_prefetch_mode(m->cache) != HZ_PREFETCH_NEXT_LAYER;
+}
+
+/* Opens the waiting gate, if any: its experts read the rows in h_gate_rows, written before. */
+static void gate_open(hz_gpu_session *g) {
+    if (!g->gate_pending) return;
+    atomic_thread_fence(memory_order_release);
+    *g->h_go = g->gate_seq;
+    g->gate_pending = 0;
+}
+
+/* Layer l's experts behind a gate: the gate, then the executor on the device rows it fills. */
+static int enqueue_gated(hz_session *s, const hz_klaunch *kl) {
+    hz_model *m = s->model;
+    hz_gpu_session *g = s->gpu;
+    const uint32_t K = m->cfg.top_k;
+    int st = hz_decode_gate(g->d_go, g->gate_seq + 1u, g->d_gate_rows, g->rows_dev, K, g->d_gate_late, kl);
+    if (st) return st;
+    g->gate_seq++;
+    g->gate_pending = 1;
+    return hz_exec_cuda_moe_device(m->exec, K, g->rows_dev, g->route_w, g->xn, g->acc, g->scratch, g->scratch_bytes,
+                                   NULL, NULL, kl->stream);
+}
+
+/* Serves the gate of layer l, whose router stored the routing with `tag` and was followed by `ev`: the
+ * group leased (misses loaded inside), its rows written, the gate opened, the lease ended with an event
+ * recorded now (behind the next layer's router, or the step's last kernel). */
+static int routed_ahead(hz_session *s, uint32_t l, uint64_t tag, hz_bevent *ev) {
+    hz_model *m = s->model;
+    hz_gpu_session *g = s->gpu;
+    const uint32_t K = m->cfg.top_k;
+    int st = wait_routing(s, l, tag, ev, 0);
+    if (st) return st;
+    hz_generation *lease = NULL;
+    st = hz_model_lease_group(m, l, g->h_ids, K, &lease, g->rows);
+    if (st) return st;
+    for (uint32_t i = 0; i < K; i++) g->h_gate_rows[i] = (uint64_t)(uintptr_t)g->rows[i];
+    gate_open(g);
+    g->experts_gated++;
+    return hz_model_lease_end(m->gpu->be, l, lease, g->done, HZ_OK);
+}
+
+/* After a step: a gate that waited about 10 s for the host let its experts read stale rows. */
+static int gate_check(hz_gpu_session *g) {
+    const uint64_t late = *g->h_gate_late;
+    if (!late) return HZ_OK;
+    *g->h_gate_late = 0;
+    return hz_error(HZ_EDEVICE, "the routed experts behind gate %llu ran on rows that were not leased: the host "
+                                "did not open that gate within about 10 s",
+                    (unsigned long long)late);
 }
 
 /* How many predicted ids layer l hands to the cache: 0 without prefetch or a next layer, or while the
@@ -595,7 +693,7 @@ static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n) {
  * then, for the last token, the lm_head GEMV with x = final_norm(h + moe) and the argmax tail.
  * Residual norm r (0, 1, 2, ...) writes h into hb[r & 1] and reads hb[(r - 1) & 1]. Nothing here
  * depends on the position or the token except through g->dstep, so the sequence can be replayed. */
-static int enqueue_step(hz_session *s, int last, void *stream) {
+static int enqueue_layers(hz_session *s, int last, void *stream) {
     hz_model *m = s->model;
     const hz_model_config *c = &m->cfg;
     hz_gpu_model *gm = m->gpu;
@@ -607,6 +705,10 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
     hz_f16 *hb[2] = {g->h, g->h2};
     /* Where every layer's routing runs, and whether the experts then start on the router's flags */
     const int place = route_placement(s), ready = experts_on_flags(s), mirror = route_mirrored(s, place);
+    /* The experts ahead: the layer whose gate waits is served once the next router is queued. */
+    const int ahead = !gm->full && experts_ahead(s, mirror);
+    hz_bevent *const route_evs[2] = {g->route_ev, g->route_ev2};
+    uint64_t waiting_tag = 0;
     uint32_t r = 0, l = 0;
     for (l = 0; l < L; l++) {
         const hz_layer_weights *w = &gm->dw.layers[l];
@@ -664,6 +766,11 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
         } else {
             CALL(hz_decode_gemv(&ra, &gm->dev, &kl));
         }
+        if (ahead) {
+            CALL(gm->be->ops->event_record(gm->be, route_evs[l & 1u], HZ_QUEUE_COMPUTE));
+            if (l > 0) CALL(routed_ahead(s, l - 1, waiting_tag, route_evs[(l - 1) & 1u]));
+            waiting_tag = ra.host_tag;
+        }
         /* Qwen's shared down projection needs only the rows above: with a side stream it runs beside
          * the routed experts, queued after them so that their kernel is offered the device first
          * (Qwen1.5-MoE-A2.7B shape, step at positions 32..96, H200, 2026-11-29, one run: 1.596 ms
@@ -675,6 +782,8 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
             CALL(hz_exec_cuda_moe_device(m->exec, K, g->rows_dev, g->route_w, g->xn, g->acc, g->scratch,
                                          g->scratch_bytes, ready ? ra.ready : NULL, ready ? &g->dstep->epoch : NULL,
                                          stream));
+        else if (ahead)
+            CALL(enqueue_gated(s, &kl));
         else
             CALL(routed_partial(s, l, mirror ? ra.host_tag : 0));
         if (qwen && g->side) {
@@ -691,14 +800,25 @@ static int enqueue_step(hz_session *s, int last, void *stream) {
             CALL(hz_decode_gemv(&da, &gm->dev, &kl));
         }
     }
-    if (!last) return HZ_OK;
-    hz_dgemv_args ha = {.seg = {{gm->dw.lm_head, NULL, g->logits, c->vocab, 1}}, .nseg = 1, .in = H,
+    if (last) {
+        hz_dgemv_args ha = {.seg = {{gm->dw.lm_head, NULL, g->logits, c->vocab, 1}}, .nseg = 1, .in = H,
                         .x_mode = HZ_DGEMV_X_RESNORM, .h_in = hb[(r - 1) & 1], .acc = g->acc,
                         .shared = qwen ? g->shd : NULL, .shared_gate = qwen ? g->sgate : NULL,
                         .norm_w = gm->dw.final_norm, .eps = c->rms_eps, .tail = HZ_DGEMV_TAIL_ARGMAX,
                         .argmax_out = g->argmax, .argmax_host = g->d_argmax, .tail_scratch = g->tail};
-    CALL(hz_decode_gemv(&ha, &gm->dev, &kl));
+        CALL(hz_decode_gemv(&ha, &gm->dev, &kl));
+    }
+    l = L - 1;
+    if (ahead) CALL(routed_ahead(s, l, waiting_tag, route_evs[l & 1u]));
     return HZ_OK;
+}
+
+/* enqueue_layers, and on its failure the gate it left waiting opened (on the rows of an earlier gate), so
+ * that whatever waits for the queue next does not wait for this host forever. */
+static int enqueue_step(hz_session *s, int last, void *stream) {
+    int st = enqueue_layers(s, last, stream);
+    gate_open(s->gpu);
+    return st;
 }
 
 /* Keeps the reason a capture failed (the session then runs eagerly) and says so once in the log. */
@@ -827,6 +947,8 @@ static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
     g->logits_on_host = 0;
     int st = queue_argmax_copy(s, pos & 1u); /* h_argmax is that slot (hz_forward_gpu) */
     if (!st) st = finish_step(s, pos);
+    if (!st) st = gate_check(g);
+    if (!st) g->ahead_armed = 1; /* every kernel of a step has been launched once (experts_ahead) */
     return st ? hz_error_prefix(st, "decode step at position %u: reading the argmax back", pos) : HZ_OK;
 }
 
@@ -846,7 +968,7 @@ static int spec_adopt(hz_session *s) {
     return st ? hz_error_prefix(st, "decode step at position %u (queued ahead)", pos) : HZ_OK;
 }
 
-int hz_forward_gpu(hz_session *s, const int32_t *tokens, uint32_t n) {
+static int forward(hz_session *s, const int32_t *tokens, uint32_t n) {
     hz_gpu_session *g = s->gpu;
     if (g->spec_inflight) {
         /* Adopted only where this run would have taken the same graph step (a one-token prompt may be
@@ -867,6 +989,17 @@ int hz_forward_gpu(hz_session *s, const int32_t *tokens, uint32_t n) {
         if (st) return st;
     }
     return HZ_OK;
+}
+
+/* At partial residency, one forward at a time among the sessions of the cache (hz_cache_run_lock: the
+ * experts queued ahead of the routing). */
+int hz_forward_gpu(hz_session *s, const int32_t *tokens, uint32_t n) {
+    hz_cache *c = s->model->cache;
+    if (s->model->gpu->full) return forward(s, tokens, n);
+    hz_cache_run_lock(c);
+    int st = forward(s, tokens, n);
+    hz_cache_run_unlock(c);
+    return st;
 }
 
 int32_t hz_gpu_greedy_token(const hz_session *s) { return *s->gpu->h_argmax; }
@@ -934,7 +1067,8 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      "\"eager_steps\":%llu,\"attention_splits\":%u,\"steps_queued_ahead\":%s,"
                      "\"steps_ahead_adopted\":%llu,\"steps_ahead_discarded\":%llu,\"argmax_readback\":\"%s\","
                      "\"router_tail\":\"%s\",\"experts_start\":\"%s\",\"expert_kernels\":\"%s\",\"shared_down_start\":%s,"
-                     "\"routing_readback\":\"%s\",\"routing_stored\":%llu,\"graph_fallback\":%s%s%s",
+                     "\"routing_readback\":\"%s\",\"routing_stored\":%llu,\"experts_queued\":\"%s\","
+                     "\"experts_gated\":%llu,\"graph_fallback\":%s%s%s",
                      path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graphs[0]),
                      (unsigned long long)g->graph_steps, (unsigned long long)g->eager_steps, g->attn_splits,
                      g->speculate ? "true" : "false", (unsigned long long)g->spec_adopted,
@@ -947,7 +1081,11 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      s->model->gpu->full                     ? "none (routing on the device)"
                      : route_mirrored(s, route_placement(s)) ? "router store"
                                                              : "copy",
-                     (unsigned long long)g->route_stored, g->graph_state < 0 ? "\"" : "",
+                     (unsigned long long)g->route_stored,
+                     s->model->gpu->full                                         ? "on the device"
+                     : experts_ahead(s, route_mirrored(s, route_placement(s))) ? "ahead of the routing"
+                                                                                 : "after the routing",
+                     (unsigned long long)g->experts_gated, g->graph_state < 0 ? "\"" : "",
                      g->graph_state < 0 ? why : "null", g->graph_state < 0 ? "\"" : "");
     return k < 0 || (size_t)k >= n ? hz_error(HZ_ENOMEM, "session stats: decode fields do not fit") : HZ_OK;
 }

@@ -115,6 +115,22 @@ struct hz_gpu_session {
     uint64_t route_seq;      /* the last tag handed to a router */
     uint64_t route_stored;   /* layers whose routing the router stored (session stat routing_stored) */
     hz_bevent *route_ev;
+    /* Partial residency, the experts ahead (enqueue_step): each layer's executor is enqueued behind a
+     * gate (hz_decode_gate) right after its router, and the next layer's kernels up to its router
+     * behind it, before the host reads the routing; the host then leases the group, writes its row
+     * addresses into gate_rows and opens the gate by storing gate_seq into *h_go. At most one gate is
+     * waiting at a time (gate_pending). gate_late: where a gate that waited ~10 s for the host stores
+     * its value before it lets the experts run on the rows of an earlier gate (the step then fails).
+     * experts_ahead: on for this session (HZ_GPU_EXPERTS_AHEAD=0 at creation turns it off; off without
+     * the router store). route_ev2: the second of the two router events (route_ev for even layers). */
+    int experts_ahead;
+    int ahead_armed;   /* a last-token step has run: every kernel of a step is loaded (experts_ahead()) */
+    int gate_pending;
+    volatile uint64_t *h_go, *h_gate_rows, *h_gate_late;
+    uint64_t *d_go, *d_gate_rows, *d_gate_late;
+    uint64_t gate_seq;
+    uint64_t experts_gated;  /* layers whose experts ran behind an opened gate (session stat) */
+    hz_bevent *route_ev2;
     int spec_inflight;       /* a step is queued ahead: position spec_pos, token = the argmax returned
                               * for the step before it (spec_token) */
     uint32_t spec_pos;

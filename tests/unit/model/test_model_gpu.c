@@ -4,8 +4,10 @@
  * For each architecture, the same prompt and greedy continuation run on
  *   cpu   (reference executor, full residency)                       -- the reference
  *   cuda:0 with the grouped and the scalar executor, each at full residency (device routing table) and
- *          at partial residency (capacity = top-k: misses on most layers, routing read back per layer,
- *          once stored into pinned memory by the router itself and once copied: HZ_GPU_ROUTE_MIRROR=0)
+ *          at partial residency (capacity = top-k: misses on most layers, routing read back per layer)
+ *          three ways: stored into pinned memory by the router itself with each layer's experts queued
+ *          ahead behind a gate (the default), stored with the experts queued after the routing
+ *          (HZ_GPU_EXPERTS_AHEAD=0), and copied back (HZ_GPU_ROUTE_MIRROR=0)
  * and the test checks, per step:
  *   - every greedy token equals the CPU's, and equals the argmax of the returned logits (the token comes
  *     from the device argmax);
@@ -16,6 +18,7 @@
  *     few such flips through two layers, the final norm and lm_head stay well inside 5e-3, the same
  *     budget tests/golden allows against transformers;
  *   - the session stats say how the routing came back ("routing_readback"), and the stored way was taken;
+ *     and where the experts were queued ("experts_queued"), the gated ones counted (experts_gated);
  *   - full and partial residency with the same executor give bit-identical logits (the kernels see the
  *     same experts in the same ascending order; only where the row addresses come from differs);
  *   - the grouped executor's sessions report the expert kernels chosen for the model: the two-pass
@@ -134,17 +137,25 @@ static void run_arch(const char *path, const char *arch) {
 
     static const char *execs[] = {"grouped", "scalar"};
     const size_t seq_bytes = (size_t)(N_STEPS + 1) * V * sizeof(float);
-    float *gl[3] = {malloc(seq_bytes), malloc(seq_bytes), malloc(seq_bytes)};
-    for (int e = 0; e < 2 && gl[0] && gl[1] && gl[2]; e++) {
-        int ran[3] = {0, 0, 0};
+    enum { WAYS = 4 };
+    static const char *way_name[WAYS] = {"full", "stored, experts ahead", "stored, experts after", "copied"};
+    float *gl[WAYS];
+    int have_all = 1;
+    for (int r = 0; r < WAYS; r++) have_all &= (gl[r] = malloc(seq_bytes)) != NULL;
+    for (int e = 0; e < 2 && have_all; e++) {
+        int ran[WAYS] = {0, 0, 0, 0};
         /* r = 0: full residency; r = 1: capacity = top-k, the routing stored into pinned memory by the
-         * router; r = 2: the same capacity with the routing copied back (HZ_GPU_ROUTE_MIRROR=0) */
-        for (int r = 0; r < 3; r++) {
+         * router and the experts queued ahead of it; r = 2: the same with the experts queued after the
+         * routing (HZ_GPU_EXPERTS_AHEAD=0); r = 3: the routing copied back (HZ_GPU_ROUTE_MIRROR=0) */
+        for (int r = 0; r < WAYS; r++) {
             const uint32_t cap = r ? K : 0;
             stack g;
-            setenv("HZ_GPU_ROUTE_MIRROR", r == 2 ? "0" : "1", 1); /* read at session creation */
+            /* read at session creation */
+            setenv("HZ_GPU_ROUTE_MIRROR", r == 3 ? "0" : "1", 1);
+            setenv("HZ_GPU_EXPERTS_AHEAD", r == 2 ? "0" : "1", 1);
             const int open_failed = stack_open(&g, path, "cuda:0", cap, execs[e]);
             unsetenv("HZ_GPU_ROUTE_MIRROR");
+            unsetenv("HZ_GPU_EXPERTS_AHEAD");
             if (open_failed) continue;
             int32_t gtok[N_STEPS + 1];
             if (run_seq(&g, gl[r], gtok) == 0) {
@@ -181,43 +192,52 @@ static void run_arch(const char *path, const char *arch) {
                     FAILF("%s %s full residency: %llu routing D2H copies (the table should stay on the device)", arch,
                           execs[e], (unsigned long long)route_d2h);
                 if (cap != 0 && route_d2h == 0) FAILF("%s %s partial residency: no routing D2H", arch, execs[e]);
-                /* How the decode steps' routing came back: at r = 1 through the router's own stores (these
+                /* How the decode steps' routing came back: at r = 1, 2 through the router's own stores (these
                  * tests run the cluster or in-GEMV router tail, without prediction; the batched prefill still
-                 * copies its routing, so the stored ones are some of the routing D2H), at r = 2 never. */
-                char readback[32] = "?";
-                uint64_t stored = UINT64_MAX;
+                 * copies its routing, so the stored ones are some of the routing D2H), at r = 3 never; and
+                 * where the experts were queued: behind gates at r = 1 (every stored routing from the
+                 * second step on: the first step runs without gates, see forward_cuda.c). */
+                char readback[32] = "?", queued[32] = "?";
+                uint64_t stored = UINT64_MAX, gated = UINT64_MAX;
                 if (hz_session_stats_json(g.s, &js) == HZ_OK) {
                     json_str(js, "routing_readback", readback, sizeof readback);
+                    json_str(js, "experts_queued", queued, sizeof queued);
                     stored = json_u64(js, "routing_stored");
+                    gated = json_u64(js, "experts_gated");
                     hz_free(js);
                 }
-                const char *want = r == 0 ? "none (routing on the device)" : r == 1 ? "router store" : "copy";
-                const int stored_ok = r == 1 ? stored > 0 && stored <= route_d2h : stored == 0;
+                const char *want = r == 0 ? "none (routing on the device)" : r < 3 ? "router store" : "copy";
+                const int stored_ok = r == 1 || r == 2 ? stored > 0 && stored <= route_d2h : stored == 0;
                 if (strcmp(readback, want) != 0 || !stored_ok)
                     FAILF("%s %s cap %u: routing_readback \"%s\" with %llu of %llu routing D2H stored, expected \"%s\"",
                           arch, execs[e], cap, readback, (unsigned long long)stored, (unsigned long long)route_d2h, want);
+                const char *want_q = r == 0 ? "on the device" : r == 1 ? "ahead of the routing" : "after the routing";
+                const int gated_ok = r == 1 ? gated > 0 && gated + g.layers >= stored && gated < stored : gated == 0;
+                if (strcmp(queued, want_q) != 0 || !gated_ok)
+                    FAILF("%s %s %s: experts_queued \"%s\" with %llu gated (%llu routings stored), expected \"%s\"",
+                          arch, execs[e], way_name[r], queued, (unsigned long long)gated, (unsigned long long)stored,
+                          want_q);
                 double tps = bench(&g, gtok[N_STEPS]);
-                printf("%s: cuda:0 %-7s %-7s (capacity %u, routing %s): %d steps, tokens %s, max rel err %.3e, "
+                printf("%s: cuda:0 %-7s %-7s (capacity %u, %s): %d steps, tokens %s, max rel err %.3e, "
                        "misses %llu, routing D2H %llu, weights H2D %llu B, decode %.1f tok/s\n",
-                       arch, execs[e], cap ? "partial" : "full", cap ? cap : 0u, readback, N_STEPS + 1,
+                       arch, execs[e], cap ? "partial" : "full", cap ? cap : 0u, way_name[r], N_STEPS + 1,
                        tok_ok ? "identical" : "DIFFER", worst, (unsigned long long)misses,
                        (unsigned long long)route_d2h, (unsigned long long)w_h2d, tps);
             }
             stack_close(&g);
         }
-        for (int r = 1; r < 3; r++) {
+        for (int r = 1; r < WAYS; r++) {
             if (!ran[0] || !ran[r]) continue;
             if (memcmp(gl[0], gl[r], seq_bytes) != 0)
                 FAILF("%s %s: full and partial residency (routing %s) logits differ (max rel %.3e)", arch, execs[e],
-                      r == 1 ? "stored" : "copied", max_rel(gl[r], gl[0], (N_STEPS + 1) * V));
+                      way_name[r], max_rel(gl[r], gl[0], (N_STEPS + 1) * V));
             else
                 printf("%s: cuda:0 %s: full and partial residency (routing %s) logits bit-identical\n", arch,
-                       execs[e], r == 1 ? "stored" : "copied");
+                       execs[e], way_name[r]);
         }
     }
-    free(gl[0]);
-    free(gl[1]);
-    free(gl[2]);
+    if (!have_all) FAILF("%s: out of memory for the logits of %d ways", arch, WAYS);
+    for (int r = 0; r < WAYS; r++) free(gl[r]);
     free(cl);
 }
 

@@ -1,7 +1,9 @@
 /* Distinct sessions of one model and one cache on distinct threads (doc/api.md's threading rule):
  * every thread's greedy tokens and final logits must equal a single-threaded run of the same prompt,
  * at a partial residency where the threads' misses and evictions interleave in the shared cache.
- * Run under ThreadSanitizer by scripts/test (suite 'cache'). */
+ * Run under ThreadSanitizer by scripts/test (suite 'cache'). HZ_TEST_DEVICE names another device than
+ * "cpu" (cuda:0 on the GPU machine: the decode steps there queue each layer's experts ahead of the
+ * routing, and the sessions' forwards take turns on the cache). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -64,7 +66,8 @@ static void check_arch(hz_arch arch, uint32_t capacity) {
     hz_cache *c = NULL;
     hz_model *m = NULL;
     assert_int_equal(hz_host_backing_open(path, NULL, &b), HZ_OK);
-    assert_int_equal(hz_device_open("cpu", &d), HZ_OK);
+    const char *dev = getenv("HZ_TEST_DEVICE");
+    assert_int_equal(hz_device_open(dev && *dev ? dev : "cpu", &d), HZ_OK);
     hz_cache_options co;
     hz_cache_options_init(&co);
     co.capacity = capacity;

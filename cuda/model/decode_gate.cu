@@ -1,0 +1,50 @@
+/* The gate of a layer's routed experts enqueued ahead at partial residency (decode_ops.cuh,
+ * hz_decode_gate). */
+#include "decode_launch.cuh"
+#include "decode_ops.cuh"
+#include "ops_common.cuh"
+
+namespace {
+
+constexpr uint32_t kGateMaxRows = 32;
+/* A host that never opens a gate would otherwise hold the device, and every queue waiting on it, forever.
+ * Counted in the multiprocessor's clock (clock64: 10 s at the H200's 1.98 GHz, longer at lower clocks),
+ * not in %globaltimer, which the driver may move forward while a kernel runs: on the H200 (2026-11-30) a
+ * process's first gates saw it jump by more than 10 s within one step. */
+constexpr long long kGateTimeoutClocks = 20000ll * 1000 * 1000;
+
+__device__ __forceinline__ uint64_t ld_acquire_sys(const uint64_t *p) {
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+/* Every lane polls the same word (one request per poll for the warp); each lane that then copies a row
+ * address has itself acquired the host's store of `want`, so the host's earlier stores of the rows are
+ * visible to its own load. */
+__global__ void gate_kernel(const uint64_t *go, uint64_t want, const uint64_t *rows_host, const void **rows_dev,
+                            uint32_t n, uint64_t *late) {
+    griddep_wait(); /* the router before it, and so everything before the router, has finished */
+    /* The executor's grid may be placed while this one polls: it reads the rows only after its own
+     * wait, which returns once this grid has ended. */
+    griddep_launch();
+    const uint32_t t = threadIdx.x;
+    const long long start = clock64();
+    for (uint32_t i = 1; ld_acquire_sys(go) < want; i++) {
+        if ((i & 255u) == 0 && clock64() - start > kGateTimeoutClocks) {
+            if (t == 0) *reinterpret_cast<volatile uint64_t *>(late) = want;
+            break;
+        }
+    }
+    if (t < n) rows_dev[t] = reinterpret_cast<const void *>(*reinterpret_cast<const volatile uint64_t *>(rows_host + t));
+}
+
+} // namespace
+
+extern "C" int hz_decode_gate(const uint64_t *go, uint64_t want, const uint64_t *rows_host, const void **rows_dev,
+                              uint32_t n, uint64_t *late, const hz_klaunch *k) {
+    if (!go || !rows_host || !rows_dev || !late || !k) return hz_error(HZ_EINVAL, "decode gate: NULL argument");
+    if (n == 0 || n > kGateMaxRows) return hz_error(HZ_EINVAL, "decode gate: %u rows (1 .. %u)", n, kGateMaxRows);
+    const cudaError_t e = launch(gate_kernel, 1, 1, 32, 0, k, go, want, rows_host, rows_dev, n, late);
+    return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the experts' gate kernel");
+}
