@@ -208,6 +208,9 @@ def run_figures(rep, run, mb, ceil, peer):
     # and, at partial residency, how each layer's routing reached the host (routing_readback)
     rr = ss.get("routing_readback") if isinstance(ss, dict) else None
     f["routing_readback"] = rr if rr in ("router store", "copy") else None
+    # and where its experts were queued: ahead of the routing, behind a gate (experts_queued)
+    eq = ss.get("experts_queued") if isinstance(ss, dict) else None
+    f["experts_ahead"] = True if eq == "ahead of the routing" else None
     # Decode roofline at the protocol's mean decode context: the step running position p attends p + 1
     # positions; a request's decode steps run positions P .. P+N-2, so their mean is P + N/2.
     mean_ctx = sum(plens) / len(plens) + n_tok / 2 if plens else 0
@@ -452,9 +455,11 @@ def roofline_lines(arch, mb, f0):
 
 def executor_cell(f):
     """The executor, followed by the expert kernels its session reported where they say more, and at
-    partial residency by how the routing came back ("routing router store" or "routing copy")."""
+    partial residency by how the routing came back ("routing router store" or "routing copy") and
+    "experts ahead" where they were queued ahead of the routing."""
     k, rr = f.get("expert_kernels"), f.get("routing_readback")
     notes = ([k] if k and k != f["executor"] else []) + ([f"routing {rr}"] if rr else [])
+    notes += ["experts ahead"] if f.get("experts_ahead") else []
     return f["executor"] + (f" ({'; '.join(notes)})" if notes else "")
 
 

@@ -218,6 +218,7 @@ def check_rows(md, figs):
         frac = "{:.1f}%".format(100 * f["decode_fraction"])
         k, rr = f.get("expert_kernels"), f.get("routing_readback")
         notes = ([k] if k and k != f["executor"] else []) + ([f"routing {rr}"] if rr else [])
+        notes += ["experts ahead"] if f.get("experts_ahead") else []
         cell = f["executor"] + (f" ({'; '.join(notes)})" if notes else "")
         row = f"| {cell} | {f['residency']} | {f['transport']} | {f['blocks']} | {dec} | {frac} |"
         check(row in md, f"markdown lacks the row start: {row}")
@@ -288,7 +289,8 @@ def main():
     # the row's executor cell carries both (synthetic here)
     ss0 = r2["runs"][0].get("session_stats")
     r2["runs"][0]["session_stats"] = dict(ss0 if isinstance(ss0, dict) else {}, expert_kernels="twopass",
-                                          routing_readback="router store")
+                                          routing_readback="router store",
+                                          experts_queued="ahead of the routing")
     with open(os.path.join(d2, "bench-x.json"), "w") as f:
         json.dump(r2, f)
     for s in summaries.values():
@@ -302,11 +304,12 @@ def main():
     figs2 = load(os.path.join(a.work, "fig2.json"))["runs"]
     named2 = [f for f in figs2 if f.get("expert_kernels") == "twopass"]
     check(len(named2) == 1, f"{len(named2)} figures name the expert kernels 'twopass', expected the one run")
-    check(all(f.get("expert_kernels") is None and f.get("routing_readback") is None for f in figs2 if f not in named2),
-          "expert kernels or a routing readback named for a cpu session")
+    check(all(f.get("expert_kernels") is None and f.get("routing_readback") is None and f.get("experts_ahead") is None
+              for f in figs2 if f not in named2),
+          "expert kernels, a routing readback or experts ahead named for a cpu session")
     check_rows(sec2, named2)
-    check(f"| {r2['runs'][0]['label']['executor']} (twopass; routing router store) |" in sec2,
-          "the row does not name the expert kernels and the routing readback")
+    check(f"| {r2['runs'][0]['label']['executor']} (twopass; routing router store; experts ahead) |" in sec2,
+          "the row does not name the expert kernels, the routing readback and the experts ahead")
     check(any(f["ceilings_borrowed"] for f in figs2) and any(not f["ceilings_borrowed"] for f in figs2),
           "borrowed flags")
     # And the first run's inputs once more: still in place, nothing else moves.
