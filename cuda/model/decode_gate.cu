@@ -8,9 +8,7 @@ namespace {
 
 constexpr uint32_t kGateMaxRows = 32;
 /* A host that never opens a gate would otherwise hold the device, and every queue waiting on it, forever.
- * Counted in the multiprocessor's clock (clock64: 10 s at the H200's 1.98 GHz, longer at lower clocks),
- * not in %globaltimer, which the driver may move forward while a kernel runs: on the H200 (2026-11-30) a
- * process's first gates saw it jump by more than 10 s within one step. */
+ * Counted in the multiprocessor's clock (clock64): 10 s at the H200's 1.98 GHz, longer at lower clocks. */
 constexpr long long kGateTimeoutClocks = 20000ll * 1000 * 1000;
 
 __device__ __forceinline__ uint64_t ld_acquire_sys(const uint64_t *p) {

@@ -20,7 +20,10 @@
  *           the copy queue inside the acquire), the executor is enqueued on the leased rows and the
  *           lease is released with an event recorded on the compute queue after it. Always eager.
  *           The stored routing made OLMoE's decode at 63 and 30 of 64 experts resident 8-10% faster
- *           than the copy and sync (H200, 2026-11-30, doc/benchmarks.md, twenty-second round).
+ *           than the copy and sync (H200, 2026-11-30, doc/benchmarks.md, twenty-second round). With
+ *           the router's store, the experts are queued ahead of the routing behind a gate the host
+ *           opens once the rows are leased ("the experts ahead", below routed_partial): 2-4% more
+ *           for OLMoE at 63 and 30 of 64, no difference for Qwen (twenty-third round).
  * A step ends with the argmax (4 bytes) back on the host; the logits stay on the device until
  * hz_gpu_logits_fetch (hz_session_logits, a non-greedy sampler).
  * A prompt of more than one token goes to the batched prefill of prefill_cuda.c (chunks of up to 512
