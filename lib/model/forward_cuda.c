@@ -805,10 +805,10 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
     }
     if (last) {
         hz_dgemv_args ha = {.seg = {{gm->dw.lm_head, NULL, g->logits, c->vocab, 1}}, .nseg = 1, .in = H,
-                        .x_mode = HZ_DGEMV_X_RESNORM, .h_in = hb[(r - 1) & 1], .acc = g->acc,
-                        .shared = qwen ? g->shd : NULL, .shared_gate = qwen ? g->sgate : NULL,
-                        .norm_w = gm->dw.final_norm, .eps = c->rms_eps, .tail = HZ_DGEMV_TAIL_ARGMAX,
-                        .argmax_out = g->argmax, .argmax_host = g->d_argmax, .tail_scratch = g->tail};
+                            .x_mode = HZ_DGEMV_X_RESNORM, .h_in = hb[(r - 1) & 1], .acc = g->acc,
+                            .shared = qwen ? g->shd : NULL, .shared_gate = qwen ? g->sgate : NULL,
+                            .norm_w = gm->dw.final_norm, .eps = c->rms_eps, .tail = HZ_DGEMV_TAIL_ARGMAX,
+                            .argmax_out = g->argmax, .argmax_host = g->d_argmax, .tail_scratch = g->tail};
         CALL(hz_decode_gemv(&ha, &gm->dev, &kl));
     }
     l = L - 1;
@@ -950,9 +950,11 @@ static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
     g->logits_on_host = 0;
     int st = queue_argmax_copy(s, pos & 1u); /* h_argmax is that slot (hz_forward_gpu) */
     if (!st) st = finish_step(s, pos);
-    if (!st) st = gate_check(g);
-    if (!st) g->ahead_armed = 1; /* every kernel of a step has been launched once (experts_ahead) */
-    return st ? hz_error_prefix(st, "decode step at position %u: reading the argmax back", pos) : HZ_OK;
+    if (st) return hz_error_prefix(st, "decode step at position %u: reading the argmax back", pos);
+    st = gate_check(g);
+    if (st) return hz_error_prefix(st, "decode step at position %u", pos);
+    g->ahead_armed = 1; /* every kernel of a step has been launched once (experts_ahead) */
+    return HZ_OK;
 }
 
 /* The caller's step is the one queued ahead: it is adopted (counted as a graph step), the next one is
