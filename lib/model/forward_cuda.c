@@ -214,8 +214,8 @@ void hz_gpu_session_destroy(hz_session *s) {
         hz_decode_graph_destroy(g->graphs[p]);
         if (g->step_done[p]) be->ops->event_destroy(be, g->step_done[p]);
     }
-    if (g->route_ev) be->ops->event_destroy(be, g->route_ev);
-    if (g->route_ev2) be->ops->event_destroy(be, g->route_ev2);
+    for (int p = 0; p < 2; p++)
+        if (g->route_ev[p]) be->ops->event_destroy(be, g->route_ev[p]);
     hz_decode_side_destroy(g->side);
     hz_event_destroy(g->done);
     if (g->act) be->ops->mem_free(be, g->act);
@@ -358,8 +358,7 @@ int hz_gpu_session_create(hz_session *s) {
     if (!st) st = be->ops->pinned_alloc(be, pinned_bytes, (void **)&g->pinned);
     if (!st) st = hz_event_create(m->device, &g->done);
     for (int p = 0; p < 2 && !st; p++) st = be->ops->event_create(be, &g->step_done[p]);
-    if (!st) st = be->ops->event_create(be, &g->route_ev);
-    if (!st) st = be->ops->event_create(be, &g->route_ev2);
+    for (int p = 0; p < 2 && !st; p++) st = be->ops->event_create(be, &g->route_ev[p]);
     if (!st && c->shared_inter && env_on("HZ_GPU_SHARED_BESIDE")) st = hz_decode_side_create(m->gpu->queue, &g->side);
     g->side_edge = env_on("HZ_GPU_SIDE_EDGE");
     g->router_alone = env_on("HZ_GPU_ROUTER_ALONE");
@@ -392,13 +391,13 @@ int hz_gpu_session_create(hz_session *s) {
     g->h_gate_rows = g->h_go + 2;
     *g->h_go = *g->h_gate_late = 0;
     for (uint32_t i = 0; i < K; i++) g->h_gate_rows[i] = (uint64_t)(uintptr_t)hz_cache_first_row(m->cache);
-    g->experts_ahead = g->route_mirror && !m->gpu->full && env_on("HZ_GPU_EXPERTS_AHEAD");
-    if (g->experts_ahead && (hz_decode_host_pointer((void *)g->h_go, (void **)&g->d_go) != HZ_OK ||
-                             hz_decode_host_pointer((void *)g->h_gate_late, (void **)&g->d_gate_late) != HZ_OK ||
-                             hz_decode_host_pointer((void *)g->h_gate_rows, (void **)&g->d_gate_rows) != HZ_OK)) {
+    g->ahead_on = g->route_mirror && !m->gpu->full && env_on("HZ_GPU_EXPERTS_AHEAD");
+    if (g->ahead_on && (hz_decode_host_pointer((void *)g->h_go, (void **)&g->d_go) != HZ_OK ||
+                        hz_decode_host_pointer((void *)g->h_gate_late, (void **)&g->d_gate_late) != HZ_OK ||
+                        hz_decode_host_pointer((void *)g->h_gate_rows, (void **)&g->d_gate_rows) != HZ_OK)) {
         hz_log(HZ_LOG_INFO, "decode: the experts wait for the host's lease before they are queued: %s",
                hz_last_error_message());
-        g->experts_ahead = 0;
+        g->ahead_on = 0;
     }
     use_parity(g, 0);
     s->logits = (float *)(g->pinned + pinned_head);
@@ -427,17 +426,15 @@ static int enqueue_prediction(hz_session *s, uint32_t l);
 static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n);
 
 /* Waits until the router has stored layer l's selection into h_ids / h_w and then `tag` into
- * h_route_tag (hz_dgemv_args.host_*). The word is polled; every 256 polls the event recorded after the
- * router (here when `record`, else by the caller right after the router) is asked whether the queue got
- * past it: if it did and the tag is still not there, or the
- * queue failed, the wait ends with an error instead of spinning on. The bytes count as one ROUTING
- * D2H, as the copy they replace. */
-static int wait_routing(hz_session *s, uint32_t l, uint64_t tag, hz_bevent *ev, int record) {
+ * h_route_tag (hz_dgemv_args.host_*). The word is polled; every 256 polls `ev`, recorded right after the
+ * router (enqueue_layers), is asked whether the queue got past it: if it did and the tag is still not
+ * there, or the queue failed, the wait ends with an error instead of spinning on. The bytes count as one
+ * ROUTING D2H, as the copy they replace. */
+static int wait_routing(hz_session *s, uint32_t l, uint64_t tag, hz_bevent *ev) {
     hz_gpu_session *g = s->gpu;
     hz_backend *be = s->model->gpu->be;
     const uint32_t K = s->model->cfg.top_k;
-    int st = record ? be->ops->event_record(be, ev, HZ_QUEUE_COMPUTE) : HZ_OK;
-    if (st) return hz_error_prefix(st, "layer %u: waiting for the routing", l);
+    int st = HZ_OK;
     for (uint32_t i = 1;; i++) {
         if (*g->h_route_tag == tag) break;
         if ((i & 255u) == 0) {
@@ -447,7 +444,7 @@ static int wait_routing(hz_session *s, uint32_t l, uint64_t tag, hz_bevent *ev, 
                                             "%llu; gate word %llu, gate %llu %s, late %llu)",
                                 l, (unsigned long long)tag, (unsigned long long)*g->h_route_tag,
                                 (unsigned long long)*g->h_go, (unsigned long long)g->gate_seq,
-                                g->gate_pending ? "waiting" : "open", (unsigned long long)*g->h_gate_late);
+                                *g->h_go != g->gate_seq ? "waiting" : "open", (unsigned long long)*g->h_gate_late);
             if (st != HZ_OK && st != HZ_EBUSY) return hz_error_prefix(st, "layer %u: waiting for the routing", l);
         }
     }
@@ -471,7 +468,7 @@ static int routed_partial(hz_session *s, uint32_t l, uint64_t tag) {
     uint32_t pred[HZ_GPU_PREDICT_MAX];
     int st = HZ_OK;
     if (tag) { /* the router stores the routing into h_ids / h_w itself (route_mirrored: no prediction) */
-        st = wait_routing(s, l, tag, g->route_ev, 1);
+        st = wait_routing(s, l, tag, g->route_ev[l & 1u]);
         if (st) return st;
     } else {
         st = npred ? enqueue_prediction(s, l) : HZ_OK;
@@ -528,25 +525,23 @@ static int routed_partial(hz_session *s, uint32_t l, uint64_t tag) {
  * for another session's consumer queued behind a gate. */
 
 /* Whether this step queues the experts ahead: on for the session, armed (below), the router stores the
- * routing, one group per layer (the capacity holds the top-k), and no next-layer prediction (its
- * router needs the copy and the queue wait).
+ * routing (route_mirrored: partial residency, no next-layer prediction), and one group per layer (the
+ * capacity holds the top-k).
  * Armed: once one last-token step of the session has run without gates. CUDA loads a kernel's code at
  * its first launch (lazy loading, the default since CUDA 12.2), and that load waits for the kernels
  * already running: a first launch behind a waiting gate therefore waited for the gate, which waited
  * for this host (H200, 2026-11-30: hz-bench's first step stalled until the gate's 10 s ran out). The
  * kernels of a step do not change with the position, so after one whole step every one is loaded. */
 static int experts_ahead(const hz_session *s, int mirror) {
-    const hz_model *m = s->model;
-    return s->gpu->experts_ahead && s->gpu->ahead_armed && mirror && m->cfg.top_k <= m->group_limit &&
-           hz_cache_prefetch_mode(m->cache) != HZ_PREFETCH_NEXT_LAYER;
+    return s->gpu->ahead_on && s->gpu->ahead_armed && mirror && s->model->cfg.top_k <= s->model->group_limit;
 }
 
-/* Opens the waiting gate, if any: its experts read the rows in h_gate_rows, written before. */
+/* Opens the waiting gate, if any (the word still holds an earlier gate's number): its experts read the
+ * rows in h_gate_rows, written before. */
 static void gate_open(hz_gpu_session *g) {
-    if (!g->gate_pending) return;
+    if (*g->h_go == g->gate_seq) return;
     atomic_thread_fence(memory_order_release);
     *g->h_go = g->gate_seq;
-    g->gate_pending = 0;
 }
 
 /* Layer l's experts behind a gate: the gate, then the executor on the device rows it fills. */
@@ -557,7 +552,6 @@ static int enqueue_gated(hz_session *s, const hz_klaunch *kl) {
     int st = hz_decode_gate(g->d_go, g->gate_seq + 1u, g->d_gate_rows, g->rows_dev, K, g->d_gate_late, kl);
     if (st) return st;
     g->gate_seq++;
-    g->gate_pending = 1;
     return hz_exec_cuda_moe_device(m->exec, K, g->rows_dev, g->route_w, g->xn, g->acc, g->scratch, g->scratch_bytes,
                                    NULL, NULL, kl->stream);
 }
@@ -569,7 +563,7 @@ static int routed_ahead(hz_session *s, uint32_t l, uint64_t tag, hz_bevent *ev) 
     hz_model *m = s->model;
     hz_gpu_session *g = s->gpu;
     const uint32_t K = m->cfg.top_k;
-    int st = wait_routing(s, l, tag, ev, 0);
+    int st = wait_routing(s, l, tag, ev);
     if (st) return st;
     hz_generation *lease = NULL;
     st = hz_model_lease_group(m, l, g->h_ids, K, &lease, g->rows);
@@ -709,8 +703,7 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
     /* Where every layer's routing runs, and whether the experts then start on the router's flags */
     const int place = route_placement(s), ready = experts_on_flags(s), mirror = route_mirrored(s, place);
     /* The experts ahead: the layer whose gate waits is served once the next router is queued. */
-    const int ahead = !gm->full && experts_ahead(s, mirror);
-    hz_bevent *const route_evs[2] = {g->route_ev, g->route_ev2};
+    const int ahead = experts_ahead(s, mirror);
     uint64_t waiting_tag = 0;
     uint32_t r = 0, l = 0;
     for (l = 0; l < L; l++) {
@@ -769,9 +762,10 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
         } else {
             CALL(hz_decode_gemv(&ra, &gm->dev, &kl));
         }
+        /* Behind the router: wait_routing asks it whether the router ended without storing the routing. */
+        if (mirror) CALL(gm->be->ops->event_record(gm->be, g->route_ev[l & 1u], HZ_QUEUE_COMPUTE));
         if (ahead) {
-            CALL(gm->be->ops->event_record(gm->be, route_evs[l & 1u], HZ_QUEUE_COMPUTE));
-            if (l > 0) CALL(routed_ahead(s, l - 1, waiting_tag, route_evs[(l - 1) & 1u]));
+            if (l > 0) CALL(routed_ahead(s, l - 1, waiting_tag, g->route_ev[(l - 1) & 1u]));
             waiting_tag = ra.host_tag;
         }
         /* Qwen's shared down projection needs only the rows above: with a side stream it runs beside
@@ -812,7 +806,7 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
         CALL(hz_decode_gemv(&ha, &gm->dev, &kl));
     }
     l = L - 1;
-    if (ahead) CALL(routed_ahead(s, l, waiting_tag, route_evs[l & 1u]));
+    if (ahead) CALL(routed_ahead(s, l, waiting_tag, g->route_ev[l & 1u]));
     return HZ_OK;
 }
 

@@ -105,8 +105,9 @@ struct hz_gpu_session {
      * addresses) and then the layer's tag into *h_route_tag; routed_partial polls that word instead of
      * copying the routing back and waiting for the queue. route_mirror: on for this session
      * (HZ_GPU_ROUTE_MIRROR=0 at creation turns it off; off where pinned memory is not addressable by
-     * kernels). route_ev: recorded after the router, so that a router that never publishes (a device
-     * error) ends the poll with the queue's status. */
+     * kernels). route_ev[l & 1]: recorded after layer l's router, so that a router that never publishes
+     * (a device error) ends the poll with the queue's status (two: with the experts ahead, layer l's
+     * routing is read after layer l+1's router is queued). */
     int route_mirror;
     uint32_t *d_route_ids;
     float *d_route_w;
@@ -114,23 +115,21 @@ struct hz_gpu_session {
     uint64_t *d_route_tag;
     uint64_t route_seq;      /* the last tag handed to a router */
     uint64_t route_stored;   /* layers whose routing the router stored (session stat routing_stored) */
-    hz_bevent *route_ev;
+    hz_bevent *route_ev[2];
     /* Partial residency, the experts ahead (enqueue_step): each layer's executor is enqueued behind a
      * gate (hz_decode_gate) right after its router, and the next layer's kernels up to its router
      * behind it, before the host reads the routing; the host then leases the group, writes its row
      * addresses into gate_rows and opens the gate by storing gate_seq into *h_go. At most one gate is
-     * waiting at a time (gate_pending). gate_late: where a gate that waited ~10 s for the host stores
-     * its value before it lets the experts run on the rows of an earlier gate (the step then fails).
-     * experts_ahead: on for this session (HZ_GPU_EXPERTS_AHEAD=0 at creation turns it off; off without
-     * the router store). route_ev2: the second of the two router events (route_ev for even layers). */
-    int experts_ahead;
+     * waiting at a time: the one numbered gate_seq while *h_go still holds the number before it.
+     * gate_late: where a gate that waited ~10 s for the host stores its number before it lets the
+     * experts run on the rows of an earlier gate (the step then fails). ahead_on: on for this session
+     * (HZ_GPU_EXPERTS_AHEAD=0 at creation turns it off; off without the router store). */
+    int ahead_on;
     int ahead_armed;   /* a last-token step has run: every kernel of a step is loaded (experts_ahead()) */
-    int gate_pending;
     volatile uint64_t *h_go, *h_gate_rows, *h_gate_late;
     uint64_t *d_go, *d_gate_rows, *d_gate_late;
     uint64_t gate_seq;
     uint64_t experts_gated;  /* layers whose experts ran behind an opened gate (session stat) */
-    hz_bevent *route_ev2;
     int spec_inflight;       /* a step is queued ahead: position spec_pos, token = the argmax returned
                               * for the step before it (spec_token) */
     uint32_t spec_pos;
