@@ -19,30 +19,45 @@ __device__ __forceinline__ uint64_t ld_acquire_sys(const uint64_t *p) {
 
 /* Every lane polls the same word (one request per poll for the warp); each lane that then copies a row
  * address has itself acquired the host's store of `want`, so the host's earlier stores of the rows are
- * visible to its own load. */
-__global__ void gate_kernel(const uint64_t *go, uint64_t want, const uint64_t *rows_host, const void **rows_dev,
-                            uint32_t n, uint64_t *late) {
+ * visible to its own load. With a table, a group whose every expert has a row there passes at once: the
+ * lookup reads device memory only, where a poll of the host's word costs a round trip over the bus. */
+__global__ void gate_kernel(hz_dgate_args a) {
     griddep_wait(); /* the router before it, and so everything before the router, has finished */
     /* The executor's grid may be placed while this one polls: it reads the rows only after its own
      * wait, which returns once this grid has ended. */
     griddep_launch();
     const uint32_t t = threadIdx.x;
+    if (a.table) {
+        const uint32_t id = t < a.n ? a.ids[t] : 0u;
+        const void *row = t >= a.n ? reinterpret_cast<const void *>(1) : id < a.experts ? a.table[id] : nullptr;
+        if (__all_sync(0xffffffffu, row != nullptr)) {
+            if (t < a.n) a.rows_dev[t] = row;
+            return;
+        }
+    }
     const long long start = clock64();
-    for (uint32_t i = 1; ld_acquire_sys(go) < want; i++) {
+    for (uint32_t i = 1; ld_acquire_sys(a.go) < a.want; i++) {
         if ((i & 255u) == 0 && clock64() - start > kGateTimeoutClocks) {
-            if (t == 0) *reinterpret_cast<volatile uint64_t *>(late) = want;
+            if (t == 0) *reinterpret_cast<volatile uint64_t *>(a.late) = a.want;
             break;
         }
     }
-    if (t < n) rows_dev[t] = reinterpret_cast<const void *>(*reinterpret_cast<const volatile uint64_t *>(rows_host + t));
+    if (t == 0 && a.waited) {
+        volatile uint64_t *w = a.waited;
+        *w = *w + 1u;
+    }
+    if (t < a.n)
+        a.rows_dev[t] = reinterpret_cast<const void *>(*reinterpret_cast<const volatile uint64_t *>(a.rows_host + t));
 }
 
 } // namespace
 
-extern "C" int hz_decode_gate(const uint64_t *go, uint64_t want, const uint64_t *rows_host, const void **rows_dev,
-                              uint32_t n, uint64_t *late, const hz_klaunch *k) {
-    if (!go || !rows_host || !rows_dev || !late || !k) return hz_error(HZ_EINVAL, "decode gate: NULL argument");
-    if (n == 0 || n > kGateMaxRows) return hz_error(HZ_EINVAL, "decode gate: %u rows (1 .. %u)", n, kGateMaxRows);
-    const cudaError_t e = launch(gate_kernel, 1, 1, 32, 0, k, go, want, rows_host, rows_dev, n, late);
+extern "C" int hz_decode_gate(const hz_dgate_args *a, const hz_klaunch *k) {
+    if (!a || !a->go || !a->rows_host || !a->rows_dev || !a->late || !k)
+        return hz_error(HZ_EINVAL, "decode gate: NULL argument");
+    if (a->n == 0 || a->n > kGateMaxRows) return hz_error(HZ_EINVAL, "decode gate: %u rows (1 .. %u)", a->n, kGateMaxRows);
+    if (a->table && (!a->ids || !a->waited))
+        return hz_error(HZ_EINVAL, "decode gate: a table needs the device's ids and the waited word");
+    const cudaError_t e = launch(gate_kernel, 1, 1, 32, 0, k, *a);
     return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the experts' gate kernel");
 }

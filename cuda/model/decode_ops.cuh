@@ -235,9 +235,27 @@ int hz_decode_attention(const hz_dattn_args *a, const hz_klaunch *k);
  * outside the session's control) stores `want` into *late (pinned, its device address) and copies
  * whatever rows_host holds, so that the queue moves on instead of hanging; the host must then fail the
  * step. The kernel after the gate may be placed while it polls (it triggers its dependents at once).
- * n <= 32. */
-int hz_decode_gate(const uint64_t *go, uint64_t want, const uint64_t *rows_host, const void **rows_dev, uint32_t n,
-                   uint64_t *late, const hz_klaunch *k);
+ *
+ * With `table` (device memory: the row address of each of the layer's experts, NULL where not resident,
+ * copied from a generation the host keeps leased) and `ids` (device memory: the router's top-n), the
+ * gate first looks the ids up: when every one has a row, it writes those rows and ends without polling
+ * (a hit resolved on the device: no round trip through the host). Otherwise it waits as above and then
+ * adds 1 to *waited (pinned, its device address), so that the host can check that the device and its
+ * own copy of the table agreed. n <= 32. */
+typedef struct hz_dgate_args {
+    const uint64_t *go;        /* the word polled (device address of pinned memory) */
+    uint64_t want;             /* the value that opens this gate */
+    const uint64_t *rows_host; /* [n] row addresses the host wrote before storing want (pinned) */
+    const void **rows_dev;     /* [n] the executor's device argument array */
+    uint32_t n;
+    uint64_t *late;            /* pinned: want, stored by a gate that gave up waiting */
+    const void *const *table;  /* optional: [experts] of the layer, device memory */
+    uint32_t experts;          /* with table: its entries (an id at or above it counts as not resident) */
+    const uint32_t *ids;       /* with table: [n] expert ids, device memory */
+    uint64_t *waited;          /* with table: pinned, +1 per gate that waited for the host */
+} hz_dgate_args;
+
+int hz_decode_gate(const hz_dgate_args *a, const hz_klaunch *k);
 
 /* ---- a side stream for work that does not depend on the routed experts --------------------------------------
  * Qwen's shared expert down projection needs only the router GEMV's gate/up rows, so it runs beside the

@@ -939,6 +939,33 @@ int hz_generation_row(const hz_generation *lease, uint32_t expert, uint32_t *out
     return HZ_OK;
 }
 
+int hz_cache_hold(hz_cache *c, hz_generation **out) {
+    if (out) *out = NULL;
+    if (!c || !out) return hz_error(HZ_EINVAL, "hz_cache_hold: NULL argument");
+    hz_generation *lease = malloc(sizeof *lease);
+    if (!lease) return hz_error(HZ_ENOMEM, "out of memory for a lease");
+    pthread_mutex_lock(&c->mu);
+    int st = hz_cache_is_faulted(c) ? hz_cache_fault_status(c) : HZ_OK;
+    /* No LRU touch and no counters: nothing was looked up. */
+    if (!st) lease_attach(c, atomic_load_explicit(&c->current, memory_order_relaxed), lease, 0);
+    pthread_mutex_unlock(&c->mu);
+    if (st) {
+        free(lease);
+        return st;
+    }
+    return finish_lease(c, lease, out);
+}
+
+int hz_generation_layer_rows(const hz_generation *lease, uint32_t layer, const void **rows) {
+    if (!lease || !rows) return hz_error(HZ_EINVAL, "hz_generation_layer_rows: NULL argument");
+    const hz_cache *c = lease->cache;
+    if (layer >= c->layers) return hz_error(HZ_ERANGE, "layer %u out of range (%u layers)", layer, c->layers);
+    /* The map is immutable and the lease keeps the generation alive: no lock needed. */
+    const uint32_t *map = lease->gen->map + (size_t)layer * c->experts;
+    for (uint32_t e = 0; e < c->experts; e++) rows[e] = map[e] == HZ_NO_ROW ? NULL : c->arena + (uint64_t)map[e] * c->row_bytes;
+    return HZ_OK;
+}
+
 /* ---- module calls ---------------------------------------------------------------------------- */
 
 int hz_cache_check_model_use(const hz_cache *cache, const hz_host_backing *backing, const hz_device *device) {

@@ -21,6 +21,15 @@ const void *hz_cache_first_row(const hz_cache *cache);
  * another session's work queued behind it. Not held by anything else; never held while taking it. */
 void hz_cache_run_lock(hz_cache *cache);
 void hz_cache_run_unlock(hz_cache *cache);
+/* A lease on the current generation, whatever it maps (no group: no LRU touch, no counters). A GPU
+ * session at partial residency holds one while its device resolves expert hits from a table of the
+ * generation's rows (forward_cuda.c, "the hits on the device"): the rows it maps are then not reused
+ * until it is released (hz_generation_release). Errors: HZ_EINVAL, HZ_ENOMEM, HZ_EFAULTED.
+ * Thread-safe. */
+int hz_cache_hold(hz_cache *cache, hz_generation **out);
+/* The device address of each of the `layer`'s experts in the lease's generation, NULL for those it does
+ * not map, into rows[0..experts). Errors: HZ_EINVAL (NULL), HZ_ERANGE (layer). */
+int hz_generation_layer_rows(const hz_generation *lease, uint32_t layer, const void **rows);
 /* Models register themselves so hz_cache_destroy refuses with HZ_EBUSY while one lives. Thread-safe. */
 void hz_cache_model_add(hz_cache *cache);
 void hz_cache_model_remove(hz_cache *cache);

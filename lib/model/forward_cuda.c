@@ -221,7 +221,10 @@ void hz_gpu_session_destroy(hz_session *s) {
     if (g->act) be->ops->mem_free(be, g->act);
     if (g->kc) be->ops->mem_free(be, g->kc);
     if (g->vc) be->ops->mem_free(be, g->vc);
+    /* The queue is drained (above): nothing reads the held generation's rows any more. */
+    if (g->held) (void)hz_generation_release(g->held, NULL);
     if (g->pinned) be->ops->pinned_free(be, g->pinned);
+    free(g->map);
     free(g->rows);
     free(g);
     s->gpu = NULL;
@@ -269,6 +272,7 @@ static uint64_t layout_act(hz_session *s, hz_gpu_session *g, uint8_t *base) {
     g->tail = hz_gpu_carve(base, &off, hz_decode_tail_bytes(&s->model->gpu->dev));
     g->ready = hz_gpu_carve(base, &off, (uint64_t)c->layers * 2u * 4u);
     g->rtags = hz_gpu_carve(base, &off, (uint64_t)c->layers * c->experts * 4u);
+    g->tab = hz_gpu_carve(base, &off, (uint64_t)c->layers * c->experts * sizeof(void *));
     return off;
 }
 
@@ -312,6 +316,8 @@ static float *rope_table(const hz_model_config *c, uint32_t ctx) {
  * - HZ_GPU_SPECULATE: the step queued ahead (hz_gpu_session.speculate).
  * - HZ_GPU_ROUTE_CLUSTER: where the router tail leaves the router GEMV, it runs in that GEMV's thread-
  *   block cluster rather than in a kernel of its own (route_placement).
+ * - HZ_GPU_EXPERTS_AHEAD: at partial residency, the experts queued ahead of the routing behind a gate.
+ * - HZ_GPU_DEVICE_HITS: there, the gates resolve all-hit groups from the device's table of rows.
  * All logits are bit-identical either way (test_model_gpu). */
 static int env_on(const char *name) {
     uint32_t on = 1;
@@ -345,13 +351,19 @@ int hz_gpu_session_create(hz_session *s) {
     const uint64_t act_bytes = layout_act(s, g, NULL);
     const uint64_t kv_bytes = (uint64_t)c->layers * s->max_context * c->kv_heads * c->head_dim * sizeof(hz_f16);
     const uint32_t K = c->top_k, rows_n = m->group_limit > K ? m->group_limit : K;
-    /* pinned: [K ids | K weights | 2 argmax slots | the routing tag | the gate word | the gate's late
-     * word | K gate rows] then, 64-byte aligned, the logits */
-    const uint64_t gate_at = 2u * K * 4u + 16u;
-    const uint64_t pinned_head = hz_align_up(gate_at + 16u + (uint64_t)K * 8u, 64);
-    const uint64_t pinned_bytes = pinned_head + (uint64_t)c->vocab * 4u;
+    /* pinned: [K ids | K weights (the routing copied back) | 2 argmax slots | the gate word | the gate's
+     * late word | the gates' waited count | K gate rows] then, 64-byte aligned, the logits, the staging
+     * of the device's table of rows ([layers x experts]) and the routing slots the routers store into
+     * ([layers], slot_bytes each) */
+    const uint64_t gate_at = 2u * K * 4u + 8u;
+    const uint64_t pinned_head = hz_align_up(gate_at + 24u + (uint64_t)K * 8u, 64);
+    const uint64_t stage_at = hz_align_up(pinned_head + (uint64_t)c->vocab * 4u, 64);
+    const uint64_t slots_at = stage_at + (uint64_t)c->layers * c->experts * sizeof(void *);
+    g->slot_bytes = hz_align_up(2u * K * 4u + 8u, 64);
+    const uint64_t pinned_bytes = slots_at + c->layers * g->slot_bytes;
     g->rows = hz_calloc(rows_n, sizeof *g->rows);
-    if (!g->rows) return HZ_ENOMEM;
+    g->map = hz_calloc((size_t)c->layers * c->experts, sizeof *g->map);
+    if (!g->rows || !g->map) return HZ_ENOMEM;
     int st = be->ops->mem_alloc(be, act_bytes, (void **)&g->act);
     if (!st) st = be->ops->mem_alloc(be, kv_bytes, (void **)&g->kc);
     if (!st) st = be->ops->mem_alloc(be, kv_bytes, (void **)&g->vc);
@@ -376,20 +388,20 @@ int hz_gpu_session_create(hz_session *s) {
             g->d_argmax_slot[0] = g->d_argmax_slot[1] = NULL;
             break;
         }
-    g->h_route_tag = (volatile uint64_t *)(void *)(g->pinned + (size_t)2u * K * 4u + 8u);
-    *g->h_route_tag = 0;
+    g->slots = g->pinned + slots_at;
+    memset(g->slots, 0, c->layers * g->slot_bytes);
     g->route_mirror = env_on("HZ_GPU_ROUTE_MIRROR");
-    if (g->route_mirror && (hz_decode_host_pointer(g->h_ids, (void **)&g->d_route_ids) != HZ_OK ||
-                            hz_decode_host_pointer(g->h_w, (void **)&g->d_route_w) != HZ_OK ||
-                            hz_decode_host_pointer((void *)g->h_route_tag, (void **)&g->d_route_tag) != HZ_OK)) {
+    if (g->route_mirror && hz_decode_host_pointer(g->slots, (void **)&g->d_slots) != HZ_OK) {
         hz_log(HZ_LOG_INFO, "decode: the routing comes back by a copy after each router: %s", hz_last_error_message());
         g->route_mirror = 0;
     }
     /* The gate's words, and its rows pointing into the cache's arena until a lease gives it others. */
     g->h_go = (volatile uint64_t *)(void *)(g->pinned + gate_at);
     g->h_gate_late = g->h_go + 1;
-    g->h_gate_rows = g->h_go + 2;
-    *g->h_go = *g->h_gate_late = 0;
+    g->h_waited = g->h_go + 2;
+    g->h_gate_rows = g->h_go + 3;
+    *g->h_go = *g->h_gate_late = *g->h_waited = 0;
+    g->tab_stage = (const void **)(void *)(g->pinned + stage_at);
     for (uint32_t i = 0; i < K; i++) g->h_gate_rows[i] = (uint64_t)(uintptr_t)hz_cache_first_row(m->cache);
     g->ahead_on = g->route_mirror && !m->gpu->full && env_on("HZ_GPU_EXPERTS_AHEAD");
     if (g->ahead_on && (hz_decode_host_pointer((void *)g->h_go, (void **)&g->d_go) != HZ_OK ||
@@ -398,6 +410,11 @@ int hz_gpu_session_create(hz_session *s) {
         hz_log(HZ_LOG_INFO, "decode: the experts wait for the host's lease before they are queued: %s",
                hz_last_error_message());
         g->ahead_on = 0;
+    }
+    g->dev_hits = g->ahead_on && env_on("HZ_GPU_DEVICE_HITS");
+    if (g->dev_hits && hz_decode_host_pointer((void *)g->h_waited, (void **)&g->d_waited) != HZ_OK) {
+        hz_log(HZ_LOG_INFO, "decode: every gate waits for the host: %s", hz_last_error_message());
+        g->dev_hits = 0;
     }
     use_parity(g, 0);
     s->logits = (float *)(g->pinned + pinned_head);
@@ -425,8 +442,16 @@ static uint32_t prediction_count(const hz_model *m, uint32_t l);
 static int enqueue_prediction(hz_session *s, uint32_t l);
 static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n);
 
-/* Waits until the router has stored layer l's selection into h_ids / h_w and then `tag` into
- * h_route_tag (hz_dgemv_args.host_*). The word is polled; every 256 polls `ev`, recorded right after the
+/* Layer l's slot of the routing the router stores (hz_gpu_session.slots): ids, weights, tag. */
+static uint32_t *slot_ids(const hz_gpu_session *g, uint32_t l) { return (uint32_t *)(void *)(g->slots + l * g->slot_bytes); }
+static float *slot_w(const hz_gpu_session *g, uint32_t l, uint32_t K) { return (float *)(void *)(slot_ids(g, l) + K); }
+static uint64_t slot_tag_at(uint32_t K) { return hz_align_up(2u * K * 4u, 8); }
+static volatile uint64_t *slot_tag(const hz_gpu_session *g, uint32_t l, uint32_t K) {
+    return (volatile uint64_t *)(void *)(g->slots + l * g->slot_bytes + slot_tag_at(K));
+}
+
+/* Waits until the router has stored layer l's selection into its slot and then `tag` into the slot's
+ * tag word (hz_dgemv_args.host_*). The word is polled; every 256 polls `ev`, recorded right after the
  * router (enqueue_layers), is asked whether the queue got past it: if it did and the tag is still not
  * there, or the queue failed, the wait ends with an error instead of spinning on. The bytes count as one
  * ROUTING D2H, as the copy they replace. */
@@ -434,15 +459,16 @@ static int wait_routing(hz_session *s, uint32_t l, uint64_t tag, hz_bevent *ev) 
     hz_gpu_session *g = s->gpu;
     hz_backend *be = s->model->gpu->be;
     const uint32_t K = s->model->cfg.top_k;
+    volatile uint64_t *word = slot_tag(g, l, K);
     int st = HZ_OK;
     for (uint32_t i = 1;; i++) {
-        if (*g->h_route_tag == tag) break;
+        if (*word == tag) break;
         if ((i & 255u) == 0) {
             st = be->ops->event_query(be, ev);
-            if (st == HZ_OK && *g->h_route_tag != tag)
+            if (st == HZ_OK && *word != tag)
                 return hz_error(HZ_EDEVICE, "layer %u: the router ended without storing the routing (tag %llu, found "
                                             "%llu; gate word %llu, gate %llu %s, late %llu)",
-                                l, (unsigned long long)tag, (unsigned long long)*g->h_route_tag,
+                                l, (unsigned long long)tag, (unsigned long long)*word,
                                 (unsigned long long)*g->h_go, (unsigned long long)g->gate_seq,
                                 *g->h_go != g->gate_seq ? "waiting" : "open", (unsigned long long)*g->h_gate_late);
             if (st != HZ_OK && st != HZ_EBUSY) return hz_error_prefix(st, "layer %u: waiting for the routing", l);
@@ -467,7 +493,9 @@ static int routed_partial(hz_session *s, uint32_t l, uint64_t tag) {
     const uint32_t npred = prediction_count(m, l);
     uint32_t pred[HZ_GPU_PREDICT_MAX];
     int st = HZ_OK;
-    if (tag) { /* the router stores the routing into h_ids / h_w itself (route_mirrored: no prediction) */
+    const uint32_t *h_ids = tag ? slot_ids(g, l) : g->h_ids;
+    const float *h_w = tag ? slot_w(g, l, K) : g->h_w;
+    if (tag) { /* the router stores the routing into layer l's slot itself (route_mirrored: no prediction) */
         st = wait_routing(s, l, tag, g->route_ev[l & 1u]);
         if (st) return st;
     } else {
@@ -480,7 +508,7 @@ static int routed_partial(hz_session *s, uint32_t l, uint64_t tag) {
     /* The router kernel wrote the ids ascending and distinct: the groups are consecutive slices. */
     for (uint32_t g0 = 0; g0 < K; g0 += m->group_limit) {
         const uint32_t gn = K - g0 < m->group_limit ? K - g0 : m->group_limit;
-        const uint32_t *ids = g->h_ids + g0;
+        const uint32_t *ids = h_ids + g0;
         hz_generation *lease = NULL;
         st = hz_model_lease_group(m, l, ids, gn, &lease, g->rows);
         if (st) return st;
@@ -489,8 +517,8 @@ static int routed_partial(hz_session *s, uint32_t l, uint64_t tag) {
             .n_tokens = 1,
             .x = g->xn,
             .top_k = K,
-            .topk_ids = g->h_ids,
-            .topk_w = g->h_w,
+            .topk_ids = h_ids,
+            .topk_w = h_w,
             .n_group = gn,
             .group_ids = ids,
             .rows = g->rows,
@@ -544,12 +572,90 @@ static void gate_open(hz_gpu_session *g) {
     *g->h_go = g->gate_seq;
 }
 
-/* Layer l's experts behind a gate: the gate, then the executor on the device rows it fills. */
-static int enqueue_gated(hz_session *s, const hz_klaunch *kl) {
+/* ---- the hits on the device (partial residency, with the experts ahead) ----------------------------
+ * Most layers of a step find every expert they route to resident, and then the host's round trip (the
+ * tag it polls, the lease, the word the gate polls) is all the gate waits for. So each gate first looks
+ * its ids up in a device table of the layer's rows (tab) and passes at once when every one has a row;
+ * the host serves only the gates of groups that miss. The host keeps the same table (map), so it knows
+ * which gates wait for it; it leases every group as before (the cache's LRU and counters do not change).
+ * What keeps the table's rows from being reused while a gate may pass on them: during a forward the
+ * session holds a lease on a generation that maps them all (held, hz_cache_hold), and the table holds
+ * that generation's rows or the copies queued to make it so. On a miss at layer l the host lets go of
+ * the held lease before it acquires, since the acquire may need spare rows that only its release frees.
+ * No consumer event is needed there: the host has seen layer l's router store its tag, so every kernel
+ * queued before that router, and with it every read of the table's rows in this step, has ended (each
+ * kernel of the chain waits for the one before it to end before it stores anything), this layer's
+ * experts wait at their gate, and nothing behind them has started. After the acquire it holds the
+ * generation then current and queues the copy of every layer whose rows changed, behind the next router
+ * and so ahead of the next gate. The forward ends with the queue drained and the lease released. */
+
+/* Holds the current generation if the session does not, and queues the copy of every layer of it whose
+ * rows differ from map into tab, on the compute queue: ahead of any gate queued after this call. The
+ * staging is rewritten only where no copy from it can be pending: at a forward's first gate (the last
+ * forward ended with the queue drained) or at a miss (the device waits at that layer's gate, behind
+ * every copy queued before). */
+static int hold_sync(hz_session *s) {
     hz_model *m = s->model;
     hz_gpu_session *g = s->gpu;
-    const uint32_t K = m->cfg.top_k;
-    int st = hz_decode_gate(g->d_go, g->gate_seq + 1u, g->d_gate_rows, g->rows_dev, K, g->d_gate_late, kl);
+    const uint32_t L = m->cfg.layers, E = m->cfg.experts;
+    int st = HZ_OK;
+    if (!g->held) {
+        st = hz_cache_hold(m->cache, &g->held);
+        if (st) return hz_error_prefix(st, "holding the rows of the device's expert table");
+    }
+    uint32_t lo = L, hi = 0;
+    for (uint32_t l = 0; l < L && !st; l++) {
+        const void **stage = g->tab_stage + (size_t)l * E, **mine = g->map + (size_t)l * E;
+        st = hz_generation_layer_rows(g->held, l, stage);
+        if (st || memcmp(stage, mine, (size_t)E * sizeof *mine) == 0) continue;
+        memcpy(mine, stage, (size_t)E * sizeof *mine);
+        if (l < lo) lo = l;
+        hi = l;
+    }
+    if (!st && lo <= hi) {
+        st = hz_backend_copy_h2d(m->gpu->be, HZ_QUEUE_COMPUTE, g->tab + (size_t)lo * E, g->tab_stage + (size_t)lo * E,
+                                 (uint64_t)(hi - lo + 1u) * E * sizeof(void *), HZ_PURPOSE_ROUTING);
+        g->tab_copies += hi - lo + 1u;
+    }
+    /* map may now describe copies that were never queued: nothing may pass on the table any more. */
+    if (st) g->dev_hits = 0;
+    return st ? hz_error_prefix(st, "copying the rows of the device's expert table") : HZ_OK;
+}
+
+/* At the end of a forward (status st): the held lease released once nothing can read its rows. After a
+ * failure the queue is drained first, and the host's count of waiting gates is set to the device's,
+ * since a failure may open a gate the host never served. */
+static int hold_end(hz_session *s, int st) {
+    hz_gpu_session *g = s->gpu;
+    if (st) {
+        (void)s->model->gpu->be->ops->queue_sync(s->model->gpu->be, HZ_QUEUE_COMPUTE);
+        g->gates_waited = *g->h_waited;
+    }
+    if (!g->held) return st;
+    int rst = hz_generation_release(g->held, NULL);
+    g->held = NULL;
+    if (st) return st;
+    return rst ? hz_error_prefix(rst, "releasing the rows of the device's expert table") : HZ_OK;
+}
+
+/* Layer l's experts behind a gate: the gate, then the executor on the device rows it fills. */
+static int enqueue_gated(hz_session *s, uint32_t l, const hz_klaunch *kl) {
+    hz_model *m = s->model;
+    hz_gpu_session *g = s->gpu;
+    const uint32_t K = m->cfg.top_k, E = m->cfg.experts;
+    if (g->dev_hits && !g->held) {
+        int st = hold_sync(s);
+        if (st) return st;
+    }
+    hz_dgate_args ga = {.go = g->d_go, .want = g->gate_seq + 1u, .rows_host = g->d_gate_rows, .rows_dev = g->rows_dev,
+                        .n = K, .late = g->d_gate_late};
+    if (g->dev_hits) {
+        ga.table = g->tab + (size_t)l * E;
+        ga.experts = E;
+        ga.ids = g->route;
+        ga.waited = g->d_waited;
+    }
+    int st = hz_decode_gate(&ga, kl);
     if (st) return st;
     g->gate_seq++;
     return hz_exec_cuda_moe_device(m->exec, K, g->rows_dev, g->route_w, g->xn, g->acc, g->scratch, g->scratch_bytes,
@@ -558,30 +664,56 @@ static int enqueue_gated(hz_session *s, const hz_klaunch *kl) {
 
 /* Serves the gate of layer l, whose router stored the routing with `tag` and was followed by `ev`: the
  * group leased (misses loaded inside), its rows written, the gate opened, the lease ended with an event
- * recorded now (behind the next layer's router, or the step's last kernel). */
+ * recorded now (behind the next layer's router, or the step's last kernel). A gate that finds every row
+ * in the device's table has passed already; opening it changes nothing then. On a miss the held
+ * generation is given up before the acquire and the current one held after it (the hits on the device,
+ * above). */
 static int routed_ahead(hz_session *s, uint32_t l, uint64_t tag, hz_bevent *ev) {
     hz_model *m = s->model;
     hz_gpu_session *g = s->gpu;
-    const uint32_t K = m->cfg.top_k;
+    const uint32_t K = m->cfg.top_k, E = m->cfg.experts;
     int st = wait_routing(s, l, tag, ev);
     if (st) return st;
+    const uint32_t *ids = slot_ids(g, l);
+    int hit = g->dev_hits;
+    for (uint32_t i = 0; i < K && hit; i++) hit = ids[i] < E && g->map[(size_t)l * E + ids[i]] != NULL;
+    if (g->dev_hits && !hit && g->held) {
+        st = hz_generation_release(g->held, NULL); /* no consumer left: see above */
+        g->held = NULL;
+        if (st) return hz_error_prefix(st, "layer %u: releasing the rows of the device's expert table", l);
+    }
     hz_generation *lease = NULL;
-    st = hz_model_lease_group(m, l, g->h_ids, K, &lease, g->rows);
+    st = hz_model_lease_group(m, l, ids, K, &lease, g->rows);
     if (st) return st;
     for (uint32_t i = 0; i < K; i++) g->h_gate_rows[i] = (uint64_t)(uintptr_t)g->rows[i];
     gate_open(g);
     g->experts_gated++;
-    return hz_model_lease_end(m->gpu->be, l, lease, g->done, HZ_OK);
+    if (hit) g->gate_hits++;
+    else if (g->dev_hits) g->gates_waited++;
+    st = hz_model_lease_end(m->gpu->be, l, lease, g->done, HZ_OK);
+    if (!st && g->dev_hits && !g->held) st = hold_sync(s);
+    return st;
 }
 
-/* After a step: a gate that waited about 10 s for the host let its experts read stale rows. */
+/* After a step: a gate that waited about 10 s for the host let its experts read stale rows; and the
+ * gates that waited on the device must be those the host's copy of the table said would. */
 static int gate_check(hz_gpu_session *g) {
     const uint64_t late = *g->h_gate_late;
-    if (!late) return HZ_OK;
-    *g->h_gate_late = 0;
-    return hz_error(HZ_EDEVICE, "the routed experts behind gate %llu ran on rows that were not leased: the host "
-                                "did not open that gate within about 10 s",
-                    (unsigned long long)late);
+    if (late) {
+        *g->h_gate_late = 0;
+        return hz_error(HZ_EDEVICE, "the routed experts behind gate %llu ran on rows that were not leased: the host "
+                                    "did not open that gate within about 10 s",
+                        (unsigned long long)late);
+    }
+    const uint64_t waited = *g->h_waited;
+    if (g->dev_hits && waited != g->gates_waited) {
+        const uint64_t expected = g->gates_waited;
+        g->gates_waited = waited;
+        return hz_error(HZ_EDEVICE, "the device's table of expert rows and the host's copy disagreed: %llu gates "
+                                    "waited for the host, %llu expected",
+                        (unsigned long long)waited, (unsigned long long)expected);
+    }
+    return HZ_OK;
 }
 
 /* How many predicted ids layer l hands to the cache: 0 without prefetch or a next layer, or while the
@@ -747,9 +879,10 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
         /* With the router inside the GEMV, the experts start on its flags, not at its end. */
         if (ready) ra.ready = g->ready + 2u * l;
         if (mirror) {
-            ra.host_ids = g->d_route_ids;
-            ra.host_w = g->d_route_w;
-            ra.host_tag_out = g->d_route_tag;
+            uint8_t *slot = g->d_slots + l * g->slot_bytes;
+            ra.host_ids = (uint32_t *)(void *)slot;
+            ra.host_w = (float *)(void *)(slot + (size_t)K * 4u);
+            ra.host_tag_out = (uint64_t *)(void *)(slot + slot_tag_at(K));
             ra.host_tag = ++g->route_seq;
         }
         if (place == ROUTE_CLUSTER) {
@@ -780,7 +913,7 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
                                          g->scratch_bytes, ready ? ra.ready : NULL, ready ? &g->dstep->epoch : NULL,
                                          stream));
         else if (ahead)
-            CALL(enqueue_gated(s, &kl));
+            CALL(enqueue_gated(s, l, &kl));
         else
             CALL(routed_partial(s, l, mirror ? ra.host_tag : 0));
         if (qwen && g->side) {
@@ -996,7 +1129,7 @@ int hz_forward_gpu(hz_session *s, const int32_t *tokens, uint32_t n) {
     hz_cache *c = s->model->cache;
     if (s->model->gpu->full) return forward(s, tokens, n);
     hz_cache_run_lock(c);
-    int st = forward(s, tokens, n);
+    int st = hold_end(s, forward(s, tokens, n));
     hz_cache_run_unlock(c);
     return st;
 }
@@ -1067,7 +1200,8 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      "\"steps_ahead_adopted\":%llu,\"steps_ahead_discarded\":%llu,\"argmax_readback\":\"%s\","
                      "\"router_tail\":\"%s\",\"experts_start\":\"%s\",\"expert_kernels\":\"%s\",\"shared_down_start\":%s,"
                      "\"routing_readback\":\"%s\",\"routing_stored\":%llu,\"experts_queued\":\"%s\","
-                     "\"experts_gated\":%llu,\"graph_fallback\":%s%s%s",
+                     "\"experts_gated\":%llu,\"gate_hits\":%llu,\"gates_waited\":%llu,\"gate_table_copies\":%llu,"
+                     "\"graph_fallback\":%s%s%s",
                      path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graphs[0]),
                      (unsigned long long)g->graph_steps, (unsigned long long)g->eager_steps, g->attn_splits,
                      g->speculate ? "true" : "false", (unsigned long long)g->spec_adopted,
@@ -1084,7 +1218,8 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      s->model->gpu->full                                         ? "on the device"
                      : experts_ahead(s, route_mirrored(s, route_placement(s))) ? "ahead of the routing"
                                                                                  : "after the routing",
-                     (unsigned long long)g->experts_gated, g->graph_state < 0 ? "\"" : "",
+                     (unsigned long long)g->experts_gated, (unsigned long long)g->gate_hits,
+                     (unsigned long long)g->gates_waited, (unsigned long long)g->tab_copies, g->graph_state < 0 ? "\"" : "",
                      g->graph_state < 0 ? why : "null", g->graph_state < 0 ? "\"" : "");
     return k < 0 || (size_t)k >= n ? hz_error(HZ_ENOMEM, "session stats: decode fields do not fit") : HZ_OK;
 }

@@ -101,18 +101,19 @@ struct hz_gpu_session {
     int router_alone;        /* HZ_GPU_ROUTER_ALONE at creation: router rows on warps of their own */
     int route_tags;          /* HZ_GPU_ROUTE_TAGS at creation: router logits through tagged words */
     int side_edge;           /* HZ_GPU_SIDE_EDGE at creation: programmatic edge to the side GEMV */
-    /* Partial residency: the router stores its selection into h_ids / h_w itself (through these device
-     * addresses) and then the layer's tag into *h_route_tag; routed_partial polls that word instead of
-     * copying the routing back and waiting for the queue. route_mirror: on for this session
-     * (HZ_GPU_ROUTE_MIRROR=0 at creation turns it off; off where pinned memory is not addressable by
-     * kernels). route_ev[l & 1]: recorded after layer l's router, so that a router that never publishes
-     * (a device error) ends the poll with the queue's status (two: with the experts ahead, layer l's
-     * routing is read after layer l+1's router is queued). */
+    /* Partial residency: the router stores its selection into layer l's slot of pinned memory itself
+     * ([K ids | K FP32 weights | tag], slot_bytes apart from `slots`; the device addresses from
+     * d_slots) and then the layer's tag; routed_partial polls that word instead of copying the routing
+     * back and waiting for the queue. A slot per layer: where a gate passes without the host (the hits
+     * on the device), the device runs on to the next router before the host has read this one's
+     * routing. route_mirror: on for this session (HZ_GPU_ROUTE_MIRROR=0 at creation turns it off; off
+     * where pinned memory is not addressable by kernels). route_ev[l & 1]: recorded after layer l's
+     * router, so that a router that never publishes (a device error) ends the poll with the queue's
+     * status (two: with the experts ahead, layer l's routing is read after layer l+1's router is
+     * queued). */
     int route_mirror;
-    uint32_t *d_route_ids;
-    float *d_route_w;
-    volatile uint64_t *h_route_tag;
-    uint64_t *d_route_tag;
+    uint8_t *slots, *d_slots;
+    uint64_t slot_bytes;
     uint64_t route_seq;      /* the last tag handed to a router */
     uint64_t route_stored;   /* layers whose routing the router stored (session stat routing_stored) */
     hz_bevent *route_ev[2];
@@ -130,6 +131,24 @@ struct hz_gpu_session {
     uint64_t *d_go, *d_gate_rows, *d_gate_late;
     uint64_t gate_seq;
     uint64_t experts_gated;  /* layers whose experts ran behind an opened gate (session stat) */
+    /* The hits on the device (forward_cuda.c, above hold_sync): each gate looks its layer's ids up in
+     * `tab` (device, [layers x experts] row addresses, NULL where not resident) and passes without the
+     * host when every one has a row. The rows are those of the generation `held` (a lease the session
+     * keeps during a forward, hz_cache_hold); `map` is the host's copy of what `tab` holds (or will hold
+     * once the copies queued so far have run), from which the host tells which gates will wait for it;
+     * `tab_stage` (pinned) is where the copies into `tab` come from. *h_waited: +1 by every gate that
+     * waited for the host (pinned), compared after each step with gates_waited, the host's count.
+     * dev_hits: on for this session (HZ_GPU_DEVICE_HITS=0 at creation turns it off). */
+    int dev_hits;
+    const void **tab;
+    const void **map;
+    const void **tab_stage;
+    hz_generation *held;
+    volatile uint64_t *h_waited;
+    uint64_t *d_waited;
+    uint64_t gates_waited;   /* gates the host saw a miss for in its map, so opened itself */
+    uint64_t gate_hits;      /* gates that passed on the device's own lookup (session stat) */
+    uint64_t tab_copies;     /* layers' rows copied into tab (session stat) */
     int spec_inflight;       /* a step is queued ahead: position spec_pos, token = the argmax returned
                               * for the step before it (spec_token) */
     uint32_t spec_pos;

@@ -116,6 +116,60 @@ static void test_lease_pins_old_generation(void **state) {
     tu_check_invariants(f->c);
 }
 
+/* hz_cache_hold: a lease on the current generation without a group: no lookup counted, every layer's
+ * rows readable through it (hz_generation_layer_rows agrees with hz_generation_row and gives NULL for
+ * the experts it does not map), and the rows it maps stay put (victims pending) until it ends. */
+static void test_hold_current_generation(void **state) {
+    fixture *f = *state;
+    hz_generation *hold = NULL;
+    assert_int_equal(hz_cache_hold(f->c, &hold), HZ_OK);
+    assert_int_equal(hz_generation_id(hold), 1);
+    assert_int_equal(tu_stat(f->c, "acquires"), 0);
+    assert_int_equal(tu_stat(f->c, "hits"), 0);
+    /* canonical placement: experts 0..3 of every layer; hz_generation_row answers for the lease's
+     * layer, 0 for a hold */
+    const void *rows[16];
+    for (uint32_t l = 0; l < 3; l++) {
+        assert_int_equal(hz_generation_layer_rows(hold, l, rows), HZ_OK);
+        for (uint32_t e = 0; e < 16; e++) {
+            if (e >= 4) {
+                assert_null(rows[e]);
+                continue;
+            }
+            assert_non_null(rows[e]);
+            uint32_t row;
+            const void *addr = NULL;
+            if (l == 0) {
+                assert_int_equal(hz_generation_row(hold, e, &row, &addr), HZ_OK);
+                assert_ptr_equal(addr, rows[e]);
+            }
+        }
+    }
+    assert_int_equal(hz_generation_layer_rows(hold, 3, rows), HZ_ERANGE);
+    assert_int_equal(hz_generation_layer_rows(NULL, 0, rows), HZ_EINVAL);
+    hz_generation *none = NULL;
+    assert_int_equal(hz_cache_hold(NULL, &none), HZ_EINVAL);
+    assert_null(none);
+    /* a miss in layer 1 publishes generation 2; the held generation still maps its two victims */
+    uint32_t g[2] = {10, 11};
+    hz_generation *l = NULL;
+    assert_int_equal(hz_generation_acquire(f->c, 1, g, 2, &l), HZ_OK);
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    assert_int_equal(tu_stat(f->c, "rows.victim_pending"), 2);
+    assert_int_equal(hz_generation_layer_rows(hold, 1, rows), HZ_OK);
+    assert_non_null(rows[0]);
+    assert_null(rows[10]);
+    hz_generation *view = NULL;
+    assert_int_equal(hz_cache_hold(f->c, &view), HZ_OK);
+    assert_int_equal(hz_generation_id(view), 2);
+    assert_int_equal(hz_generation_release(view, NULL), HZ_OK);
+    tu_check_invariants(f->c);
+    assert_int_equal(hz_generation_release(hold, NULL), HZ_OK);
+    assert_int_equal(tu_stat(f->c, "rows.victim_pending"), 0);
+    assert_int_equal(tu_stat(f->c, "rows.reusable"), 2);
+    tu_check_invariants(f->c);
+}
+
 static void test_self_pinned_spares_report_capacity(void **state) {
     fixture *f = *state;
     uint32_t old[4] = {0, 1, 2, 3};
@@ -793,6 +847,7 @@ int main(void) {
         TU_TRANSPORT_TESTS(test_miss_publishes_new_generation, setup, teardown),
         TU_TRANSPORT_TESTS(test_lease_pins_old_generation, setup, teardown),
         TU_TRANSPORT_TESTS(test_self_pinned_spares_report_capacity, setup, teardown),
+        TU_TRANSPORT_TESTS(test_hold_current_generation, setup, teardown),
         TU_TRANSPORT_TESTS(test_waits_for_other_thread_lease, setup, teardown),
         TU_TRANSPORT_TESTS(test_lru_order, setup, teardown),
         TU_TRANSPORT_TESTS(test_bad_input, setup, teardown),

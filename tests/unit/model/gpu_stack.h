@@ -22,7 +22,7 @@ typedef struct stack {
     hz_model *m;
     hz_session *s;
     hz_backend *fault; /* the fault wrapper when the stack was opened with one */
-    uint32_t vocab, top_k, layers;
+    uint32_t vocab, top_k, layers, experts;
 } stack;
 
 static inline void stack_close(stack *s) {
@@ -71,6 +71,7 @@ static inline int stack_open(stack *s, const char *path, const char *device, uin
     s->vocab = info.vocab_size;
     s->top_k = info.top_k;
     s->layers = info.layers;
+    s->experts = info.experts;
     return 0;
 }
 

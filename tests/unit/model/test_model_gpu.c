@@ -7,7 +7,10 @@
  *          at partial residency (capacity = top-k: misses on most layers, routing read back per layer)
  *          three ways: stored into pinned memory by the router itself with each layer's experts queued
  *          ahead behind a gate (the default), stored with the experts queued after the routing
- *          (HZ_GPU_EXPERTS_AHEAD=0), and copied back (HZ_GPU_ROUTE_MIRROR=0)
+ *          (HZ_GPU_EXPERTS_AHEAD=0), and copied back (HZ_GPU_ROUTE_MIRROR=0); and at capacity = experts
+ *          - 1 (hits on most layers) with the experts ahead, the gates resolving all-hit groups from the
+ *          device's table of rows (the default) and every gate waiting for the host
+ *          (HZ_GPU_DEVICE_HITS=0)
  * and the test checks, per step:
  *   - every greedy token equals the CPU's, and equals the argmax of the returned logits (the token comes
  *     from the device argmax);
@@ -18,7 +21,10 @@
  *     few such flips through two layers, the final norm and lm_head stay well inside 5e-3, the same
  *     budget tests/golden allows against transformers;
  *   - the session stats say how the routing came back ("routing_readback"), and the stored way was taken;
- *     and where the experts were queued ("experts_queued"), the gated ones counted (experts_gated);
+ *     and where the experts were queued ("experts_queued"), the gated ones counted (experts_gated), and
+ *     how many gates passed on the device's table (gate_hits: some at capacity experts - 1, none with
+ *     HZ_GPU_DEVICE_HITS=0) or waited for the host (gates_waited: some at capacity top-k), the two
+ *     adding up to the gated ones, and the table copied (gate_table_copies);
  *   - full and partial residency with the same executor give bit-identical logits (the kernels see the
  *     same experts in the same ascending order; only where the row addresses come from differs);
  *   - the grouped executor's sessions report the expert kernels chosen for the model: the two-pass
@@ -123,7 +129,7 @@ static void json_str(const char *json, const char *key, char *out, size_t n) {
 static void run_arch(const char *path, const char *arch) {
     stack ref;
     if (stack_open(&ref, path, "cpu", 0, "reference")) return;
-    const uint32_t V = ref.vocab, K = ref.top_k;
+    const uint32_t V = ref.vocab, K = ref.top_k, E = ref.experts;
     float *cl = malloc((size_t)(N_STEPS + 1) * V * sizeof(float));
     int32_t ctok[N_STEPS + 1];
     if (!cl || run_seq(&ref, cl, ctok)) {
@@ -137,25 +143,30 @@ static void run_arch(const char *path, const char *arch) {
 
     static const char *execs[] = {"grouped", "scalar"};
     const size_t seq_bytes = (size_t)(N_STEPS + 1) * V * sizeof(float);
-    enum { WAYS = 4 };
-    static const char *way_name[WAYS] = {"full", "stored, experts ahead", "stored, experts after", "copied"};
+    enum { WAYS = 6 };
+    static const char *way_name[WAYS] = {"full", "stored, experts ahead", "stored, experts after", "copied",
+                                         "stored, experts ahead, hits on the device",
+                                         "stored, experts ahead, every gate waiting"};
     float *gl[WAYS];
     int have_all = 1;
     for (int r = 0; r < WAYS; r++) have_all &= (gl[r] = malloc(seq_bytes)) != NULL;
     for (int e = 0; e < 2 && have_all; e++) {
-        int ran[WAYS] = {0, 0, 0, 0};
+        int ran[WAYS] = {0};
         /* r = 0: full residency; r = 1: capacity = top-k, the routing stored into pinned memory by the
          * router and the experts queued ahead of it; r = 2: the same with the experts queued after the
-         * routing (HZ_GPU_EXPERTS_AHEAD=0); r = 3: the routing copied back (HZ_GPU_ROUTE_MIRROR=0) */
+         * routing (HZ_GPU_EXPERTS_AHEAD=0); r = 3: the routing copied back (HZ_GPU_ROUTE_MIRROR=0);
+         * r = 4: as r = 1 at capacity experts - 1; r = 5: the same with HZ_GPU_DEVICE_HITS=0 */
         for (int r = 0; r < WAYS; r++) {
-            const uint32_t cap = r ? K : 0;
+            const uint32_t cap = r == 0 ? 0 : r < 4 ? K : E - 1;
             stack g;
             /* read at session creation */
             setenv("HZ_GPU_ROUTE_MIRROR", r == 3 ? "0" : "1", 1);
             setenv("HZ_GPU_EXPERTS_AHEAD", r == 2 ? "0" : "1", 1);
+            setenv("HZ_GPU_DEVICE_HITS", r == 5 ? "0" : "1", 1);
             const int open_failed = stack_open(&g, path, "cuda:0", cap, execs[e]);
             unsetenv("HZ_GPU_ROUTE_MIRROR");
             unsetenv("HZ_GPU_EXPERTS_AHEAD");
+            unsetenv("HZ_GPU_DEVICE_HITS");
             if (open_failed) continue;
             int32_t gtok[N_STEPS + 1];
             if (run_seq(&g, gl[r], gtok) == 0) {
@@ -198,31 +209,48 @@ static void run_arch(const char *path, const char *arch) {
                  * where the experts were queued: behind gates at r = 1 (every stored routing from the
                  * second step on: the first step runs without gates, see forward_cuda.c). */
                 char readback[32] = "?", queued[32] = "?";
-                uint64_t stored = UINT64_MAX, gated = UINT64_MAX;
+                uint64_t stored = UINT64_MAX, gated = UINT64_MAX, hits = UINT64_MAX, waited = UINT64_MAX,
+                         copies = UINT64_MAX;
                 if (hz_session_stats_json(g.s, &js) == HZ_OK) {
                     json_str(js, "routing_readback", readback, sizeof readback);
                     json_str(js, "experts_queued", queued, sizeof queued);
                     stored = json_u64(js, "routing_stored");
                     gated = json_u64(js, "experts_gated");
+                    hits = json_u64(js, "gate_hits");
+                    waited = json_u64(js, "gates_waited");
+                    copies = json_u64(js, "gate_table_copies");
                     hz_free(js);
                 }
-                const char *want = r == 0 ? "none (routing on the device)" : r < 3 ? "router store" : "copy";
-                const int stored_ok = r == 1 || r == 2 ? stored > 0 && stored <= route_d2h : stored == 0;
+                const int ahead = r == 1 || r >= 4, stores = ahead || r == 2;
+                const char *want = r == 0 ? "none (routing on the device)" : stores ? "router store" : "copy";
+                const int stored_ok = stores ? stored > 0 && stored <= route_d2h : stored == 0;
                 if (strcmp(readback, want) != 0 || !stored_ok)
                     FAILF("%s %s cap %u: routing_readback \"%s\" with %llu of %llu routing D2H stored, expected \"%s\"",
                           arch, execs[e], cap, readback, (unsigned long long)stored, (unsigned long long)route_d2h, want);
-                const char *want_q = r == 0 ? "on the device" : r == 1 ? "ahead of the routing" : "after the routing";
-                const int gated_ok = r == 1 ? gated > 0 && gated + g.layers >= stored && gated < stored : gated == 0;
+                const char *want_q = r == 0 ? "on the device" : ahead ? "ahead of the routing" : "after the routing";
+                const int gated_ok = ahead ? gated > 0 && gated + g.layers >= stored && gated < stored : gated == 0;
                 if (strcmp(queued, want_q) != 0 || !gated_ok)
                     FAILF("%s %s %s: experts_queued \"%s\" with %llu gated (%llu routings stored), expected \"%s\"",
                           arch, execs[e], way_name[r], queued, (unsigned long long)gated, (unsigned long long)stored,
                           want_q);
+                /* The gates that passed on the device's table and those that waited for the host add up to
+                 * the gated ones where the table is on (r = 1, 4), and are 0 where it is not. */
+                const int dev = r == 1 || r == 4;
+                const int table_ok = dev ? hits + waited == gated && copies > 0 && (r == 4 ? hits > 0 : waited > 0)
+                                         : hits == 0 && waited == 0 && copies == 0;
+                if (!table_ok)
+                    FAILF("%s %s %s: %llu gates passed on the device's table, %llu waited, %llu gated, %llu layers "
+                          "copied into the table",
+                          arch, execs[e], way_name[r], (unsigned long long)hits, (unsigned long long)waited,
+                          (unsigned long long)gated, (unsigned long long)copies);
                 double tps = bench(&g, gtok[N_STEPS]);
                 printf("%s: cuda:0 %-7s %-7s (capacity %u, %s): %d steps, tokens %s, max rel err %.3e, "
-                       "misses %llu, routing D2H %llu, weights H2D %llu B, decode %.1f tok/s\n",
+                       "misses %llu, routing D2H %llu, gates %llu (%llu passed on the device), weights H2D %llu B, "
+                       "decode %.1f tok/s\n",
                        arch, execs[e], cap ? "partial" : "full", cap ? cap : 0u, way_name[r], N_STEPS + 1,
                        tok_ok ? "identical" : "DIFFER", worst, (unsigned long long)misses,
-                       (unsigned long long)route_d2h, (unsigned long long)w_h2d, tps);
+                       (unsigned long long)route_d2h, (unsigned long long)gated, (unsigned long long)(dev ? hits : 0),
+                       (unsigned long long)w_h2d, tps);
             }
             stack_close(&g);
         }
