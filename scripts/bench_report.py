@@ -211,6 +211,9 @@ def run_figures(rep, run, mb, ceil, peer):
     # and where its experts were queued: ahead of the routing, behind a gate (experts_queued)
     eq = ss.get("experts_queued") if isinstance(ss, dict) else None
     f["experts_ahead"] = True if eq == "ahead of the routing" else None
+    # and, behind those gates, the share that passed on the device's own table of rows (gate_hits)
+    gh, gg = (ss.get("gate_hits"), ss.get("experts_gated")) if isinstance(ss, dict) else (None, None)
+    f["gate_hit_fraction"] = gh / gg if isinstance(gh, int) and isinstance(gg, int) and gg > 0 else None
     # Decode roofline at the protocol's mean decode context: the step running position p attends p + 1
     # positions; a request's decode steps run positions P .. P+N-2, so their mean is P + N/2.
     mean_ctx = sum(plens) / len(plens) + n_tok / 2 if plens else 0
@@ -455,11 +458,13 @@ def roofline_lines(arch, mb, f0):
 
 def executor_cell(f):
     """The executor, followed by the expert kernels its session reported where they say more, and at
-    partial residency by how the routing came back ("routing router store" or "routing copy") and
-    "experts ahead" where they were queued ahead of the routing."""
+    partial residency by how the routing came back ("routing router store" or "routing copy"),
+    "experts ahead" where they were queued ahead of the routing and "hits on the device" where some of
+    their gates passed on the device's table of rows."""
     k, rr = f.get("expert_kernels"), f.get("routing_readback")
     notes = ([k] if k and k != f["executor"] else []) + ([f"routing {rr}"] if rr else [])
     notes += ["experts ahead"] if f.get("experts_ahead") else []
+    notes += ["hits on the device"] if f.get("gate_hit_fraction") else []
     return f["executor"] + (f" ({'; '.join(notes)})" if notes else "")
 
 
