@@ -441,8 +441,12 @@ int hz_session_logits(const hz_session *session, const float **out, uint32_t *ou
  *                      next layer's kernels queued behind them; from a session's second step on),
  *                      "after the routing" (HZ_GPU_EXPERTS_AHEAD=0, or without the router store), or
  *                      "on the device" at full residency; experts_gated counts the layers run behind
- *                      an opened gate. Partial-residency forwards of sessions sharing a cache run one
- *                      at a time (the others wait).
+ *                      a gate. Of those, gate_hits passed without the host: every expert of the
+ *                      group had a row in the device's table of the rows the session holds during a
+ *                      forward (HZ_GPU_DEVICE_HITS=0 at session creation turns this off), and
+ *                      gates_waited waited for the host; gate_table_copies counts the layers whose
+ *                      rows were copied into that table. Partial-residency forwards of sessions
+ *                      sharing a cache run one at a time (the others wait).
  * Fields may be added; none is removed or changes meaning within a major version.
  * Errors: HZ_EINVAL (NULL), HZ_ENOMEM. Like every session call, not concurrently with another call on
  * the same session. */
