@@ -23,7 +23,10 @@
  *           than the copy and sync (H200, 2026-11-30, doc/benchmarks.md, twenty-second round). With
  *           the router's store, the experts are queued ahead of the routing behind a gate the host
  *           opens once the rows are leased ("the experts ahead", below routed_partial): 2-4% more
- *           for OLMoE at 63 and 30 of 64, no difference for Qwen (twenty-third round).
+ *           for OLMoE at 63 and 30 of 64, no difference for Qwen (twenty-third round). A gate
+ *           whose group is resident in the generation the session holds during the forward passes
+ *           on the device's own table of its rows ("the hits on the device", below): 4-9% more for
+ *           OLMoE at 63 and 30 of 64, 1-3% for Qwen at 30 and 39 of 60 (twenty-fourth round).
  * A step ends with the argmax (4 bytes) back on the host; the logits stay on the device until
  * hz_gpu_logits_fetch (hz_session_logits, a non-greedy sampler).
  * A prompt of more than one token goes to the batched prefill of prefill_cuda.c (chunks of up to 512
