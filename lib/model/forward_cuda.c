@@ -207,9 +207,8 @@ int hz_gpu_model_create(hz_model *m) {
  * Session: device KV cache and activations
  * ------------------------------------------------------------------------------------------------- */
 
-void hz_gpu_session_destroy(hz_session *s) {
+static void session_destroy(hz_session *s) {
     hz_gpu_session *g = s->gpu;
-    if (!g) return;
     hz_backend *be = s->model->gpu->be;
     (void)be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
     hz_gpu_prefill_destroy(s);
@@ -219,6 +218,7 @@ void hz_gpu_session_destroy(hz_session *s) {
     }
     for (int p = 0; p < 2; p++)
         if (g->route_ev[p]) be->ops->event_destroy(be, g->route_ev[p]);
+    if (g->tab_ev) be->ops->event_destroy(be, g->tab_ev);
     hz_decode_side_destroy(g->side);
     hz_event_destroy(g->done);
     if (g->act) be->ops->mem_free(be, g->act);
@@ -336,7 +336,7 @@ static int route_kernel_env(void) {
     return -1;
 }
 
-int hz_gpu_session_create(hz_session *s) {
+static int session_create(hz_session *s) {
     hz_model *m = s->model;
     const hz_model_config *c = &m->cfg;
     hz_backend *be = m->gpu->be;
@@ -374,6 +374,7 @@ int hz_gpu_session_create(hz_session *s) {
     if (!st) st = hz_event_create(m->device, &g->done);
     for (int p = 0; p < 2 && !st; p++) st = be->ops->event_create(be, &g->step_done[p]);
     for (int p = 0; p < 2 && !st; p++) st = be->ops->event_create(be, &g->route_ev[p]);
+    if (!st) st = be->ops->event_create(be, &g->tab_ev);
     if (!st && c->shared_inter && env_on("HZ_GPU_SHARED_BESIDE")) st = hz_decode_side_create(m->gpu->queue, &g->side);
     g->side_edge = env_on("HZ_GPU_SIDE_EDGE");
     g->router_alone = env_on("HZ_GPU_ROUTER_ALONE");
@@ -433,6 +434,32 @@ int hz_gpu_session_create(hz_session *s) {
     if (!st) st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
     free(rope);
     return st;
+}
+
+/* At partial residency a session's device memory is allocated and freed while the cache's run lock is
+ * held, as its forwards are run: a CUDA free waits for the whole device, so a free in another thread
+ * while a gate waits for its host can hold up that host's next CUDA call until the gate gives up
+ * after 10 s. Without the lock the sessions-in-threads test on cuda:0 failed that way in 3 runs of
+ * 69 (H200, 2026-11-30; the free is the explanation that fits, doc/benchmarks.md). */
+int hz_gpu_session_create(hz_session *s) {
+    hz_cache *c = s->model->cache;
+    if (s->model->gpu->full) return session_create(s);
+    hz_cache_run_lock(c);
+    int st = session_create(s);
+    hz_cache_run_unlock(c);
+    return st;
+}
+
+void hz_gpu_session_destroy(hz_session *s) {
+    if (!s->gpu) return;
+    hz_cache *c = s->model->cache;
+    if (s->model->gpu->full) {
+        session_destroy(s);
+        return;
+    }
+    hz_cache_run_lock(c);
+    session_destroy(s);
+    hz_cache_run_unlock(c);
 }
 
 /* ---------------------------------------------------------------------------------------------------
@@ -594,14 +621,22 @@ static void gate_open(hz_gpu_session *g) {
 
 /* Holds the current generation if the session does not, and queues the copy of every layer of it whose
  * rows differ from map into tab, on the compute queue: ahead of any gate queued after this call. The
- * staging is rewritten only where no copy from it can be pending: at a forward's first gate (the last
- * forward ended with the queue drained) or at a miss (the device waits at that layer's gate, behind
- * every copy queued before). */
+ * staging is rewritten only once the last copy from it has run (tab_ev): a tag seen at a miss means
+ * that layer's router has run, not the copy queued behind it, and a copy that read staging rewritten
+ * for a later generation would hand a gate rows the host does not expect it to have (found by
+ * compute-sanitizer's slow kernels, H200, 2026-11-30). That wait never waits on a gate: a copy is
+ * queued ahead of the next gate, so ahead of any gate waiting when the next copy is due. */
 static int hold_sync(hz_session *s) {
     hz_model *m = s->model;
     hz_gpu_session *g = s->gpu;
+    hz_backend *be = m->gpu->be;
     const uint32_t L = m->cfg.layers, E = m->cfg.experts;
     int st = HZ_OK;
+    if (g->tab_pending) {
+        st = be->ops->event_wait(be, g->tab_ev);
+        if (st) return hz_error_prefix(st, "waiting for the last copy into the device's expert table");
+        g->tab_pending = 0;
+    }
     if (!g->held) {
         st = hz_cache_hold(m->cache, &g->held);
         if (st) return hz_error_prefix(st, "holding the rows of the device's expert table");
@@ -616,8 +651,10 @@ static int hold_sync(hz_session *s) {
         hi = l;
     }
     if (!st && lo <= hi) {
-        st = hz_backend_copy_h2d(m->gpu->be, HZ_QUEUE_COMPUTE, g->tab + (size_t)lo * E, g->tab_stage + (size_t)lo * E,
+        st = hz_backend_copy_h2d(be, HZ_QUEUE_COMPUTE, g->tab + (size_t)lo * E, g->tab_stage + (size_t)lo * E,
                                  (uint64_t)(hi - lo + 1u) * E * sizeof(void *), HZ_PURPOSE_ROUTING);
+        if (!st) st = be->ops->event_record(be, g->tab_ev, HZ_QUEUE_COMPUTE);
+        g->tab_pending = !st;
         g->tab_copies += hi - lo + 1u;
     }
     /* map may now describe copies that were never queued: nothing may pass on the table any more. */
@@ -634,6 +671,7 @@ static int hold_end(hz_session *s, int st) {
         (void)s->model->gpu->be->ops->queue_sync(s->model->gpu->be, HZ_QUEUE_COMPUTE);
         g->gates_waited = *g->h_waited;
     }
+    g->tab_pending = 0; /* the queue is drained: after the last step's sync, or above */
     if (!g->held) return st;
     int rst = hz_generation_release(g->held, NULL);
     g->held = NULL;

@@ -136,8 +136,9 @@ struct hz_gpu_session {
      * host when every one has a row. The rows are those of the generation `held` (a lease the session
      * keeps during a forward, hz_cache_hold); `map` is the host's copy of what `tab` holds (or will hold
      * once the copies queued so far have run), from which the host tells which gates will wait for it;
-     * `tab_stage` (pinned) is where the copies into `tab` come from. *h_waited: +1 by every gate that
-     * waited for the host (pinned), compared after each step with gates_waited, the host's count.
+     * `tab_stage` (pinned) is where the copies into `tab` come from, rewritten only once the last one
+     * has run (tab_ev). *h_waited: +1 by every gate that waited for the host (pinned), compared after
+     * each step with gates_waited, the host's count.
      * dev_hits: on for this session (HZ_GPU_DEVICE_HITS=0 at creation turns it off). */
     int dev_hits;
     const void **tab;
@@ -149,6 +150,8 @@ struct hz_gpu_session {
     uint64_t gates_waited;   /* gates the host saw a miss for in its map, so opened itself */
     uint64_t gate_hits;      /* gates that passed on the device's own lookup (session stat) */
     uint64_t tab_copies;     /* layers' rows copied into tab (session stat) */
+    hz_bevent *tab_ev;       /* recorded after the last copy into tab (hold_sync) */
+    int tab_pending;         /* that copy may not have run yet */
     int spec_inflight;       /* a step is queued ahead: position spec_pos, token = the argmax returned
                               * for the step before it (spec_token) */
     uint32_t spec_pos;

@@ -44,6 +44,8 @@ static int run(job *j) {
     uint32_t n = 0;
     if (!st) st = hz_session_logits(s, &lg, &n);
     if (!st) memcpy(j->logits, lg, (size_t)n * sizeof *lg);
+    /* the message is this thread's: say it here, the status alone reaches the checks */
+    if (st) fprintf(stderr, "session: %s: %s\n", hz_status_name(st), hz_last_error_message());
     hz_session_destroy(s);
     return st;
 }
