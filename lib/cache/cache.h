@@ -18,7 +18,9 @@ const void *hz_cache_first_row(const hz_cache *cache);
 /* Held by a GPU session for the whole of a forward at partial residency (decode steps and prefill), so
  * that such forwards of sessions sharing this cache run one at a time: a step that queues its experts
  * ahead of the routing makes the device wait for its host, and must never find that host waiting for
- * another session's work queued behind it. Not held by anything else; never held while taking it. */
+ * another session's work queued behind it. Such sessions also take it around their creation and
+ * destruction (their device allocations and frees). Not held by anything else; never held while taking
+ * it. */
 void hz_cache_run_lock(hz_cache *cache);
 void hz_cache_run_unlock(hz_cache *cache);
 /* A lease on the current generation, whatever it maps (no group: no LRU touch, no counters). A GPU

@@ -224,8 +224,6 @@ static void session_destroy(hz_session *s) {
     if (g->act) be->ops->mem_free(be, g->act);
     if (g->kc) be->ops->mem_free(be, g->kc);
     if (g->vc) be->ops->mem_free(be, g->vc);
-    /* The queue is drained (above): nothing reads the held generation's rows any more. */
-    if (g->held) (void)hz_generation_release(g->held, NULL);
     if (g->pinned) be->ops->pinned_free(be, g->pinned);
     free(g->map);
     free(g->rows);
@@ -436,30 +434,35 @@ static int session_create(hz_session *s) {
     return st;
 }
 
-/* At partial residency a session's device memory is allocated and freed while the cache's run lock is
- * held, as its forwards are run: a CUDA free waits for the whole device, so a free in another thread
- * while a gate waits for its host can hold up that host's next CUDA call until the gate gives up
- * after 10 s. Without the lock the sessions-in-threads test on cuda:0 failed that way in 3 runs of
- * 69 (H200, 2026-11-30; the free is the explanation that fits, doc/benchmarks.md). */
+/* The cache's turn (hz_cache_run_lock) for a session of `m` at partial residency: its forwards, and
+ * its creation and destruction. Returns the cache taken, NULL at full residency (nothing to take). */
+static hz_cache *turn_take(const hz_model *m) {
+    if (m->gpu->full) return NULL;
+    hz_cache_run_lock(m->cache);
+    return m->cache;
+}
+
+static void turn_give(hz_cache *c) {
+    if (c) hz_cache_run_unlock(c);
+}
+
+/* At partial residency a session's device memory is allocated and freed in the cache's turn, as its
+ * forwards are run: a CUDA free waits for the whole device, so a free in another thread while a gate
+ * waits for its host can hold up that host's next CUDA call until the gate gives up after 10 s.
+ * Without the turn the sessions-in-threads test on cuda:0 failed that way in 3 runs of 69 (H200,
+ * 2026-11-30; the free is the explanation that fits, doc/benchmarks.md). */
 int hz_gpu_session_create(hz_session *s) {
-    hz_cache *c = s->model->cache;
-    if (s->model->gpu->full) return session_create(s);
-    hz_cache_run_lock(c);
+    hz_cache *c = turn_take(s->model);
     int st = session_create(s);
-    hz_cache_run_unlock(c);
+    turn_give(c);
     return st;
 }
 
 void hz_gpu_session_destroy(hz_session *s) {
     if (!s->gpu) return;
-    hz_cache *c = s->model->cache;
-    if (s->model->gpu->full) {
-        session_destroy(s);
-        return;
-    }
-    hz_cache_run_lock(c);
+    hz_cache *c = turn_take(s->model);
     session_destroy(s);
-    hz_cache_run_unlock(c);
+    turn_give(c);
 }
 
 /* ---------------------------------------------------------------------------------------------------
@@ -1167,11 +1170,10 @@ static int forward(hz_session *s, const int32_t *tokens, uint32_t n) {
 /* At partial residency, one forward at a time among the sessions of the cache (hz_cache_run_lock: the
  * experts queued ahead of the routing). */
 int hz_forward_gpu(hz_session *s, const int32_t *tokens, uint32_t n) {
-    hz_cache *c = s->model->cache;
     if (s->model->gpu->full) return forward(s, tokens, n);
-    hz_cache_run_lock(c);
+    hz_cache *c = turn_take(s->model);
     int st = hold_end(s, forward(s, tokens, n));
-    hz_cache_run_unlock(c);
+    turn_give(c);
     return st;
 }
 
@@ -1235,6 +1237,7 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
         why[j++] = (ch == '"' || ch == '\\' || (unsigned char)ch < 0x20) ? '\'' : ch;
     }
     why[j] = '\0';
+    const int mirror = route_mirrored(s, route_placement(s));
     int k = snprintf(buf, n,
                      ",\"decode_path\":\"%s\",\"decode_pdl\":%s,\"graph_kernels\":%u,\"graph_steps\":%llu,"
                      "\"eager_steps\":%llu,\"attention_splits\":%u,\"steps_queued_ahead\":%s,"
@@ -1252,13 +1255,13 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      !g->side ? "null"
                      : hz_decode_side_programmatic_edges(g->side) ? "\"router trigger\""
                                                                   : "\"router end\"",
-                     s->model->gpu->full                     ? "none (routing on the device)"
-                     : route_mirrored(s, route_placement(s)) ? "router store"
-                                                             : "copy",
+                     s->model->gpu->full ? "none (routing on the device)"
+                     : mirror            ? "router store"
+                                         : "copy",
                      (unsigned long long)g->route_stored,
-                     s->model->gpu->full                                         ? "on the device"
-                     : experts_ahead(s, route_mirrored(s, route_placement(s))) ? "ahead of the routing"
-                                                                                 : "after the routing",
+                     s->model->gpu->full        ? "on the device"
+                     : experts_ahead(s, mirror) ? "ahead of the routing"
+                                                : "after the routing",
                      (unsigned long long)g->experts_gated, (unsigned long long)g->gate_hits,
                      (unsigned long long)g->gates_waited, (unsigned long long)g->tab_copies, g->graph_state < 0 ? "\"" : "",
                      g->graph_state < 0 ? why : "null", g->graph_state < 0 ? "\"" : "");
