@@ -35,16 +35,29 @@ __global__ void gate_kernel(hz_dgate_args a) {
             return;
         }
     }
+    const uint64_t want = a.step ? (uint64_t)__ldcg(&a.step->epoch) << 16 | a.want : a.want;
     const long long start = clock64();
-    for (uint32_t i = 1; ld_acquire_sys(a.go) < a.want; i++) {
+    for (uint32_t i = 1; ld_acquire_sys(a.go) < want; i++) {
         if ((i & 255u) == 0 && clock64() - start > kGateTimeoutClocks) {
-            if (t == 0) *reinterpret_cast<volatile uint64_t *>(a.late) = a.want;
+            if (t == 0) *reinterpret_cast<volatile uint64_t *>(a.late) = want;
             break;
         }
     }
     if (t == 0 && a.waited) {
         volatile uint64_t *w = a.waited;
         *w = *w + 1u;
+    }
+    if (a.changes) {
+        /* Each lane acquired `want` itself above, so the host's earlier stores are visible to it. */
+        const uint32_t count = *reinterpret_cast<const volatile uint32_t *>(a.changes);
+        for (uint32_t c = 0; c < count && c < a.layers; c++) {
+            const uint32_t l = reinterpret_cast<const volatile uint32_t *>(a.changes)[1 + c];
+            if (l >= a.layers) continue;
+            const size_t at = (size_t)l * a.experts;
+            for (uint32_t e = t; e < a.experts; e += 32u)
+                a.table_all[at + e] =
+                    reinterpret_cast<const void *>(reinterpret_cast<const volatile uint64_t *>(a.stage)[at + e]);
+        }
     }
     if (t < a.n)
         a.rows_dev[t] = reinterpret_cast<const void *>(*reinterpret_cast<const volatile uint64_t *>(a.rows_host + t));
@@ -58,6 +71,10 @@ extern "C" int hz_decode_gate(const hz_dgate_args *a, const hz_klaunch *k) {
     if (a->n == 0 || a->n > kGateMaxRows) return hz_error(HZ_EINVAL, "decode gate: %u rows (1 .. %u)", a->n, kGateMaxRows);
     if (a->table && (!a->ids || !a->waited))
         return hz_error(HZ_EINVAL, "decode gate: a table needs the device's ids and the waited word");
+    if (a->changes && (!a->table || !a->stage || !a->table_all || a->layers == 0))
+        return hz_error(HZ_EINVAL, "decode gate: the table's changes need the table, its staging and its layers");
+    if (a->step && a->want > 0xffffu)
+        return hz_error(HZ_EINVAL, "decode gate: a gate numbered by the step's epoch takes want < 65536");
     const cudaError_t e = launch(gate_kernel, 1, 1, 32, 0, k, *a);
     return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the experts' gate kernel");
 }

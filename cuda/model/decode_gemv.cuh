@@ -143,7 +143,7 @@ __device__ __forceinline__ RouteHost route_host(const hz_dgemv_args &a) {
         h.ids = a.host_ids;
         h.w = a.host_w;
         h.tag_out = a.host_tag_out;
-        h.tag = a.host_tag;
+        h.tag = a.host_tag_epoch ? (uint64_t)__ldcg(&a.step->epoch) << 16 | a.host_tag : a.host_tag;
     }
     return h;
 }
@@ -163,6 +163,9 @@ inline int dgemv_check(const hz_dgemv_args *a, const hz_decode_dev *dev) {
         (!a->host_ids || !a->host_w || !a->host_tag_out || a->tail != HZ_DGEMV_TAIL_ROUTE))
         return hz_error(HZ_EINVAL, "decode gemv: the host copy of the routing needs ids, weights and a tag word, "
                                    "and the router tail");
+    if (a->host_tag_epoch && (!a->host_tag_out || !a->step || a->host_tag > 0xffffu))
+        return hz_error(HZ_EINVAL, "decode gemv: a tag from the step's epoch needs the tag word, the step and a "
+                                   "tag below 65536");
     switch (a->x_mode) {
     case HZ_DGEMV_X_PLAIN:
         if (!a->x) return hz_error(HZ_EINVAL, "decode gemv: no x");

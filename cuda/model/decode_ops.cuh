@@ -140,6 +140,9 @@ typedef struct hz_dgemv_args {
     float *host_w;
     uint64_t *host_tag_out;
     uint64_t host_tag;
+    /* 1 (needs `step`): the tag stored is (step->epoch << 16) | host_tag, so that a captured step, whose
+     * launch arguments never change, still names each step's routing apart (host_tag < 65536). */
+    uint32_t host_tag_epoch;
     /* Optional (needs `step`): ready[0] is set to step->epoch by block 0 once x_out and `zero` are
      * written, ready[1] by the routing warp once ids/w/rows are; both release stores at GPU scope.
      * The routed-expert kernel waits for these two instead of for this whole grid (hz_w4a16_args.ready). */
@@ -241,10 +244,17 @@ int hz_decode_attention(const hz_dattn_args *a, const hz_klaunch *k);
  * gate first looks the ids up: when every one has a row, it writes those rows and ends without polling
  * (a hit resolved on the device: no round trip through the host). Otherwise it waits as above and then
  * adds 1 to *waited (pinned, its device address), so that the host can check that the device and its
- * own copy of the table agreed. n <= 32. */
+ * own copy of the table agreed. Then, with `changes`, it copies the layers the host lists there
+ * (changes[0] = count, changes[1..] = layers; pinned, written before `want`) from `stage` (pinned,
+ * [layers x experts]) into `table_all` (device, the same shape), before it copies the rows: the host
+ * changes the table only while a gate waits for it, and the gates are in order, so every later gate
+ * reads the new rows.
+ * With `step`, the gate's number is (step->epoch << 16) | want instead of `want` (want < 65536): a
+ * captured step's arguments never change. n <= 32. */
 typedef struct hz_dgate_args {
     const uint64_t *go;        /* the word polled (device address of pinned memory) */
-    uint64_t want;             /* the value that opens this gate */
+    uint64_t want;             /* the value that opens this gate (its low 16 bits with `step`) */
+    const hz_dstep *step;      /* optional: the step whose epoch numbers the gate */
     const uint64_t *rows_host; /* [n] row addresses the host wrote before storing want (pinned) */
     const void **rows_dev;     /* [n] the executor's device argument array */
     uint32_t n;
@@ -253,6 +263,10 @@ typedef struct hz_dgate_args {
     uint32_t experts;          /* with table: its entries (an id at or above it counts as not resident) */
     const uint32_t *ids;       /* with table: [n] expert ids, device memory */
     uint64_t *waited;          /* with table: pinned, +1 per gate that waited for the host */
+    const uint32_t *changes;   /* optional (with table): pinned [1 + layers], the layers to copy */
+    const void *const *stage;  /* with changes: pinned [layers x experts] */
+    const void **table_all;    /* with changes: device [layers x experts] */
+    uint32_t layers;           /* with changes: rows of stage and table_all */
 } hz_dgate_args;
 
 int hz_decode_gate(const hz_dgate_args *a, const hz_klaunch *k);

@@ -415,8 +415,10 @@ int hz_session_logits(const hz_session *session, const float **out, uint32_t *ou
 /* Session counters as one JSON object, into *out (caller frees with hz_free()). Every session reports
  * position, max_context, tokens_prefilled, prefill_calls, prefill_seconds, tokens_decoded,
  * decode_calls and decode_seconds. A cuda session adds how its decode steps ran:
- *   decode_path        "graph", "graph (not captured yet)", "eager (partial residency)",
- *                      "eager (graph disabled)" or "eager (graph capture failed)";
+ *   decode_path        "graph", "graph (not captured yet)", "graph (partial residency)" (the
+ *                      partial-residency step captured as a graph: with the hits on the device below,
+ *                      unless HZ_GPU_PARTIAL_GRAPH=0 at session creation), "eager (partial
+ *                      residency)", "eager (graph disabled)" or "eager (graph capture failed)";
  *   graph_fallback     null, or the reason the capture failed (then the steps run eagerly);
  *   decode_pdl, graph_kernels, graph_steps, eager_steps, attention_splits;
  *   steps_queued_ahead (whether hz_decode_step may queue the next step), steps_ahead_adopted,

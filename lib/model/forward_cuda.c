@@ -218,12 +218,15 @@ static void session_destroy(hz_session *s) {
     }
     for (int p = 0; p < 2; p++)
         if (g->route_ev[p]) be->ops->event_destroy(be, g->route_ev[p]);
-    if (g->tab_ev) be->ops->event_destroy(be, g->tab_ev);
+    if (g->graph_ev) be->ops->event_destroy(be, g->graph_ev);
     hz_decode_side_destroy(g->side);
     hz_event_destroy(g->done);
     if (g->act) be->ops->mem_free(be, g->act);
     if (g->kc) be->ops->mem_free(be, g->kc);
     if (g->vc) be->ops->mem_free(be, g->vc);
+    /* The queue is drained (above): nothing reads the held generation's rows any more. */
+    if (g->held) (void)hz_generation_release(g->held, NULL);
+    if (g->deferred) (void)hz_generation_release(g->deferred, NULL);
     if (g->pinned) be->ops->pinned_free(be, g->pinned);
     free(g->map);
     free(g->rows);
@@ -319,6 +322,7 @@ static float *rope_table(const hz_model_config *c, uint32_t ctx) {
  *   block cluster rather than in a kernel of its own (route_placement).
  * - HZ_GPU_EXPERTS_AHEAD: at partial residency, the experts queued ahead of the routing behind a gate.
  * - HZ_GPU_DEVICE_HITS: there, the gates resolve all-hit groups from the device's table of rows.
+ * - HZ_GPU_PARTIAL_GRAPH: with those hits, the partial-residency step is captured as a graph.
  * All logits are bit-identical either way (test_model_gpu). */
 static int env_on(const char *name) {
     uint32_t on = 1;
@@ -361,7 +365,8 @@ static int session_create(hz_session *s) {
     const uint64_t stage_at = hz_align_up(pinned_head + (uint64_t)c->vocab * 4u, 64);
     const uint64_t slots_at = stage_at + (uint64_t)c->layers * c->experts * sizeof(void *);
     g->slot_bytes = hz_align_up(2u * K * 4u + 8u, 64);
-    const uint64_t pinned_bytes = slots_at + c->layers * g->slot_bytes;
+    const uint64_t changes_at = slots_at + c->layers * g->slot_bytes;
+    const uint64_t pinned_bytes = changes_at + (1u + (uint64_t)c->layers) * 4u;
     g->rows = hz_calloc(rows_n, sizeof *g->rows);
     g->map = hz_calloc((size_t)c->layers * c->experts, sizeof *g->map);
     if (!g->rows || !g->map) return HZ_ENOMEM;
@@ -372,7 +377,7 @@ static int session_create(hz_session *s) {
     if (!st) st = hz_event_create(m->device, &g->done);
     for (int p = 0; p < 2 && !st; p++) st = be->ops->event_create(be, &g->step_done[p]);
     for (int p = 0; p < 2 && !st; p++) st = be->ops->event_create(be, &g->route_ev[p]);
-    if (!st) st = be->ops->event_create(be, &g->tab_ev);
+    if (!st) st = be->ops->event_create(be, &g->graph_ev);
     if (!st && c->shared_inter && env_on("HZ_GPU_SHARED_BESIDE")) st = hz_decode_side_create(m->gpu->queue, &g->side);
     g->side_edge = env_on("HZ_GPU_SIDE_EDGE");
     g->router_alone = env_on("HZ_GPU_ROUTER_ALONE");
@@ -404,6 +409,8 @@ static int session_create(hz_session *s) {
     g->h_gate_rows = g->h_go + 3;
     *g->h_go = *g->h_gate_late = *g->h_waited = 0;
     g->tab_stage = (const void **)(void *)(g->pinned + stage_at);
+    g->h_changes = (uint32_t *)(void *)(g->pinned + changes_at);
+    g->h_changes[0] = 0;
     for (uint32_t i = 0; i < K; i++) g->h_gate_rows[i] = (uint64_t)(uintptr_t)hz_cache_first_row(m->cache);
     g->ahead_on = g->route_mirror && !m->gpu->full && env_on("HZ_GPU_EXPERTS_AHEAD");
     if (g->ahead_on && (hz_decode_host_pointer((void *)g->h_go, (void **)&g->d_go) != HZ_OK ||
@@ -414,7 +421,10 @@ static int session_create(hz_session *s) {
         g->ahead_on = 0;
     }
     g->dev_hits = g->ahead_on && env_on("HZ_GPU_DEVICE_HITS");
-    if (g->dev_hits && hz_decode_host_pointer((void *)g->h_waited, (void **)&g->d_waited) != HZ_OK) {
+    g->partial_graph = env_on("HZ_GPU_PARTIAL_GRAPH");
+    if (g->dev_hits && (hz_decode_host_pointer((void *)g->h_waited, (void **)&g->d_waited) != HZ_OK ||
+                        hz_decode_host_pointer(g->h_changes, (void **)&g->d_changes) != HZ_OK ||
+                        hz_decode_host_pointer((void *)g->tab_stage, (void **)&g->d_tab_stage) != HZ_OK)) {
         hz_log(HZ_LOG_INFO, "decode: every gate waits for the host: %s", hz_last_error_message());
         g->dev_hits = 0;
     }
@@ -597,12 +607,25 @@ static int experts_ahead(const hz_session *s, int mirror) {
     return s->gpu->ahead_on && s->gpu->ahead_armed && mirror && s->model->cfg.top_k <= s->model->group_limit;
 }
 
+/* Gate and tag numbers at partial residency: (epoch << 16) | (layer + 1), the epoch being the step's
+ * (hz_gpu_session.epoch); the kernels read the epoch from the device, so a captured step numbers its
+ * gates and routings like an eager one. */
+static uint64_t step_number(const hz_gpu_session *g, uint32_t low) { return (uint64_t)g->epoch << 16 | low; }
+
 /* Opens the waiting gate, if any (the word still holds an earlier gate's number): its experts read the
  * rows in h_gate_rows, written before. */
 static void gate_open(hz_gpu_session *g) {
     if (*g->h_go == g->gate_seq) return;
     atomic_thread_fence(memory_order_release);
     *g->h_go = g->gate_seq;
+}
+
+/* After a failure: every gate of the step still to come passes (on the rows of an earlier gate), none
+ * copying table changes, so that nothing queued waits for this host. */
+static void gates_open_all(hz_gpu_session *g) {
+    if (g->h_changes) g->h_changes[0] = 0;
+    g->gate_seq = step_number(g, 0xffffu);
+    gate_open(g);
 }
 
 /* ---- the hits on the device (partial residency, with the experts ahead) ----------------------------
@@ -613,38 +636,37 @@ static void gate_open(hz_gpu_session *g) {
  * which gates wait for it; it leases every group as before (the cache's LRU and counters do not change).
  * What keeps the table's rows from being reused while a gate may pass on them: during a forward the
  * session holds a lease on a generation that maps them all (held, hz_cache_hold), and the table holds
- * that generation's rows or the copies queued to make it so. On a miss at layer l the host lets go of
- * the held lease before it acquires, since the acquire may need spare rows that only its release frees.
- * No consumer event is needed there: the host has seen layer l's router store its tag, so every kernel
- * queued before that router, and with it every read of the table's rows in this step, has ended (each
- * kernel of the chain waits for the one before it to end before it stores anything), this layer's
- * experts wait at their gate, and nothing behind them has started. After the acquire it holds the
- * generation then current and queues the copy of every layer whose rows changed, behind the next router
- * and so ahead of the next gate. The forward ends with the queue drained and the lease released. */
+ * that generation's rows. On a miss at layer l the host lets go of the held lease before it acquires,
+ * since the acquire may need spare rows that only its release frees. No consumer event is needed
+ * there: the host has seen layer l's router store its tag, so every kernel queued before that router,
+ * and with it every read of the table's rows in this step, has ended (each kernel of the chain waits
+ * for the one before it to end before it stores anything), this layer's experts wait at their gate,
+ * and nothing behind them has started. After the acquire it holds the generation then current, and the
+ * gate that waits copies the layers whose rows changed into the table before it lets the experts run
+ * (hz_dgate_args.changes): every later gate reads them. The group's own lease is released at once when
+ * the held generation maps the same rows (it always does unless another thread published in between);
+ * otherwise once the next router's tag is seen (deferred). No event is recorded in the middle of a
+ * step, which lets the step be captured as a graph. At a forward's start the layers changed since the
+ * last one are copied by the queue ahead of the step's first kernel. The forward ends with the queue
+ * drained and every lease released. */
 
-/* Holds the current generation if the session does not, and queues the copy of every layer of it whose
- * rows differ from map into tab, on the compute queue: ahead of any gate queued after this call. The
- * staging is rewritten only once the last copy from it has run (tab_ev): a tag seen at a miss means
- * that layer's router has run, not the copy queued behind it, and a copy that read staging rewritten
- * for a later generation would hand a gate rows the host does not expect it to have (found by
- * compute-sanitizer's slow kernels, H200, 2026-11-30). That wait never waits on a gate: a copy is
- * queued ahead of the next gate, so ahead of any gate waiting when the next copy is due. */
-static int hold_sync(hz_session *s) {
+/* Holds the current generation if the session does not, and brings map up to it: at a forward's
+ * start (at_miss 0) the changed layers are copied into tab by the queue, ahead of the step queued
+ * next; at a miss (at_miss 1) they are listed in h_changes for the gate that waits. The staging is
+ * rewritten only when nothing can still read it: before a step's first kernel (the last forward ended
+ * drained), or at a miss, where the host has seen this layer's router, which ran after the copy or the
+ * gate that read the staging last. */
+static int hold_sync(hz_session *s, int at_miss) {
     hz_model *m = s->model;
     hz_gpu_session *g = s->gpu;
     hz_backend *be = m->gpu->be;
     const uint32_t L = m->cfg.layers, E = m->cfg.experts;
     int st = HZ_OK;
-    if (g->tab_pending) {
-        st = be->ops->event_wait(be, g->tab_ev);
-        if (st) return hz_error_prefix(st, "waiting for the last copy into the device's expert table");
-        g->tab_pending = 0;
-    }
     if (!g->held) {
         st = hz_cache_hold(m->cache, &g->held);
         if (st) return hz_error_prefix(st, "holding the rows of the device's expert table");
     }
-    uint32_t lo = L, hi = 0;
+    uint32_t lo = L, hi = 0, n = 0;
     for (uint32_t l = 0; l < L && !st; l++) {
         const void **stage = g->tab_stage + (size_t)l * E, **mine = g->map + (size_t)l * E;
         st = hz_generation_layer_rows(g->held, l, stage);
@@ -652,20 +674,29 @@ static int hold_sync(hz_session *s) {
         memcpy(mine, stage, (size_t)E * sizeof *mine);
         if (l < lo) lo = l;
         hi = l;
+        g->h_changes[1 + n++] = l;
     }
-    if (!st && lo <= hi) {
+    if (!st && at_miss) {
+        g->h_changes[0] = n;
+    } else if (!st && lo <= hi) {
         st = hz_backend_copy_h2d(be, HZ_QUEUE_COMPUTE, g->tab + (size_t)lo * E, g->tab_stage + (size_t)lo * E,
                                  (uint64_t)(hi - lo + 1u) * E * sizeof(void *), HZ_PURPOSE_ROUTING);
-        if (!st) st = be->ops->event_record(be, g->tab_ev, HZ_QUEUE_COMPUTE);
-        g->tab_pending = !st;
-        g->tab_copies += hi - lo + 1u;
     }
-    /* map may now describe copies that were never queued: nothing may pass on the table any more. */
+    if (!st) g->tab_copies += n;
+    /* map may now describe rows the table never gets: nothing may pass on the table any more. */
     if (st) g->dev_hits = 0;
     return st ? hz_error_prefix(st, "copying the rows of the device's expert table") : HZ_OK;
 }
 
-/* At the end of a forward (status st): the held lease released once nothing can read its rows. After a
+/* Releases the group lease left for later, if any (no consumer: see above). */
+static int deferred_end(hz_gpu_session *g) {
+    if (!g->deferred) return HZ_OK;
+    int st = hz_generation_release(g->deferred, NULL);
+    g->deferred = NULL;
+    return st ? hz_error_prefix(st, "releasing a routed-expert lease") : HZ_OK;
+}
+
+/* At the end of a forward (status st): the leases released once nothing can read their rows. After a
  * failure the queue is drained first, and the host's count of waiting gates is set to the device's,
  * since a failure may open a gate the host never served. */
 static int hold_end(hz_session *s, int st) {
@@ -674,12 +705,13 @@ static int hold_end(hz_session *s, int st) {
         (void)s->model->gpu->be->ops->queue_sync(s->model->gpu->be, HZ_QUEUE_COMPUTE);
         g->gates_waited = *g->h_waited;
     }
-    g->tab_pending = 0; /* the queue is drained: after the last step's sync, or above */
-    if (!g->held) return st;
-    int rst = hz_generation_release(g->held, NULL);
-    g->held = NULL;
-    if (st) return st;
-    return rst ? hz_error_prefix(rst, "releasing the rows of the device's expert table") : HZ_OK;
+    int rst = deferred_end(g);
+    if (g->held) {
+        int hst = hz_generation_release(g->held, NULL);
+        g->held = NULL;
+        if (!rst && hst) rst = hz_error_prefix(hst, "releasing the rows of the device's expert table");
+    }
+    return st ? st : rst;
 }
 
 /* Layer l's experts behind a gate: the gate, then the executor on the device rows it fills. */
@@ -687,40 +719,44 @@ static int enqueue_gated(hz_session *s, uint32_t l, const hz_klaunch *kl) {
     hz_model *m = s->model;
     hz_gpu_session *g = s->gpu;
     const uint32_t K = m->cfg.top_k, E = m->cfg.experts;
-    if (g->dev_hits && !g->held) {
-        int st = hold_sync(s);
-        if (st) return st;
-    }
-    hz_dgate_args ga = {.go = g->d_go, .want = g->gate_seq + 1u, .rows_host = g->d_gate_rows, .rows_dev = g->rows_dev,
-                        .n = K, .late = g->d_gate_late};
+    hz_dgate_args ga = {.go = g->d_go, .want = l + 1u, .step = g->dstep, .rows_host = g->d_gate_rows,
+                        .rows_dev = g->rows_dev, .n = K, .late = g->d_gate_late};
     if (g->dev_hits) {
         ga.table = g->tab + (size_t)l * E;
         ga.experts = E;
         ga.ids = g->route;
         ga.waited = g->d_waited;
+        ga.changes = g->d_changes;
+        ga.stage = g->d_tab_stage;
+        ga.table_all = g->tab;
+        ga.layers = m->cfg.layers;
     }
     int st = hz_decode_gate(&ga, kl);
     if (st) return st;
-    g->gate_seq++;
+    if (!g->capturing) g->gate_seq = step_number(g, l + 1u);
     return hz_exec_cuda_moe_device(m->exec, K, g->rows_dev, g->route_w, g->xn, g->acc, g->scratch, g->scratch_bytes,
                                    NULL, NULL, kl->stream);
 }
 
-/* Serves the gate of layer l, whose router stored the routing with `tag` and was followed by `ev`: the
- * group leased (misses loaded inside), its rows written, the gate opened, the lease ended with an event
- * recorded now (behind the next layer's router, or the step's last kernel). A gate that finds every row
- * in the device's table has passed already; opening it changes nothing then. On a miss the held
- * generation is given up before the acquire and the current one held after it (the hits on the device,
- * above). */
-static int routed_ahead(hz_session *s, uint32_t l, uint64_t tag, hz_bevent *ev) {
+/* Serves the gate of layer l, whose router stored the routing with its tag (ev: recorded after the
+ * router, or after the step's graph): the group leased (misses loaded inside), its rows written, the
+ * gate opened. A gate that finds every row in the device's table has passed already; opening it
+ * changes nothing then. On a miss the held generation is given up before the acquire and the current
+ * one held after it (the hits on the device, above). Without the hits on the device the lease ends
+ * with an event recorded now (behind the next layer's router, or the step's last kernel). */
+static int routed_ahead(hz_session *s, uint32_t l, hz_bevent *ev) {
     hz_model *m = s->model;
     hz_gpu_session *g = s->gpu;
     const uint32_t K = m->cfg.top_k, E = m->cfg.experts;
-    int st = wait_routing(s, l, tag, ev);
+    int st = wait_routing(s, l, step_number(g, l + 1u), ev);
+    if (st) return st;
+    /* Layer l's router has run: so have the experts of every layer before it */
+    st = deferred_end(g);
     if (st) return st;
     const uint32_t *ids = slot_ids(g, l);
+    const void **mine = g->map + (size_t)l * E;
     int hit = g->dev_hits;
-    for (uint32_t i = 0; i < K && hit; i++) hit = ids[i] < E && g->map[(size_t)l * E + ids[i]] != NULL;
+    for (uint32_t i = 0; i < K && hit; i++) hit = ids[i] < E && mine[ids[i]] != NULL;
     if (g->dev_hits && !hit && g->held) {
         st = hz_generation_release(g->held, NULL); /* no consumer left: see above */
         g->held = NULL;
@@ -728,15 +764,29 @@ static int routed_ahead(hz_session *s, uint32_t l, uint64_t tag, hz_bevent *ev) 
     }
     hz_generation *lease = NULL;
     st = hz_model_lease_group(m, l, ids, K, &lease, g->rows);
-    if (st) return st;
+    if (!st && g->dev_hits && !hit) st = hold_sync(s, 1); /* the gate copies the changes */
+    if (st) {
+        if (lease) (void)hz_generation_release(lease, NULL); /* nothing has read its rows yet */
+        return st;
+    }
     for (uint32_t i = 0; i < K; i++) g->h_gate_rows[i] = (uint64_t)(uintptr_t)g->rows[i];
+    g->gate_seq = step_number(g, l + 1u);
     gate_open(g);
     g->experts_gated++;
     if (hit) g->gate_hits++;
     else if (g->dev_hits) g->gates_waited++;
-    st = hz_model_lease_end(m->gpu->be, l, lease, g->done, HZ_OK);
-    if (!st && g->dev_hits && !g->held) st = hold_sync(s);
-    return st;
+    if (!g->dev_hits) return hz_model_lease_end(m->gpu->be, l, lease, g->done, HZ_OK);
+    /* On a hit the experts read the table's rows, which the held generation keeps: the lease only
+     * counted. On a miss they read the lease's rows, which the generation held since keeps too, unless
+     * another thread published between the acquire and the hold. */
+    int covered = hit || g->held != NULL;
+    for (uint32_t i = 0; i < K && covered && !hit; i++) covered = mine[ids[i]] == (const void *)g->rows[i];
+    if (covered) {
+        st = hz_generation_release(lease, NULL);
+        return st ? hz_error_prefix(st, "layer %u: releasing a routed-expert lease", l) : HZ_OK;
+    }
+    g->deferred = lease;
+    return HZ_OK;
 }
 
 /* After a step: a gate that waited about 10 s for the host let its experts read stale rows; and the
@@ -880,7 +930,6 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
     const int place = route_placement(s), ready = experts_on_flags(s), mirror = route_mirrored(s, place);
     /* The experts ahead: the layer whose gate waits is served once the next router is queued. */
     const int ahead = experts_ahead(s, mirror);
-    uint64_t waiting_tag = 0;
     uint32_t r = 0, l = 0;
     for (l = 0; l < L; l++) {
         const hz_layer_weights *w = &gm->dw.layers[l];
@@ -927,7 +976,8 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
             ra.host_ids = (uint32_t *)(void *)slot;
             ra.host_w = (float *)(void *)(slot + (size_t)K * 4u);
             ra.host_tag_out = (uint64_t *)(void *)(slot + slot_tag_at(K));
-            ra.host_tag = ++g->route_seq;
+            ra.host_tag = l + 1u; /* stored as step_number(epoch, l + 1) */
+            ra.host_tag_epoch = 1;
         }
         if (place == ROUTE_CLUSTER) {
             CALL(hz_decode_router_cluster(&ra, &gm->dev, &kl));
@@ -939,12 +989,10 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
         } else {
             CALL(hz_decode_gemv(&ra, &gm->dev, &kl));
         }
-        /* Behind the router: wait_routing asks it whether the router ended without storing the routing. */
-        if (mirror) CALL(gm->be->ops->event_record(gm->be, g->route_ev[l & 1u], HZ_QUEUE_COMPUTE));
-        if (ahead) {
-            if (l > 0) CALL(routed_ahead(s, l - 1, waiting_tag, g->route_ev[(l - 1) & 1u]));
-            waiting_tag = ra.host_tag;
-        }
+        /* Behind the router: wait_routing asks it whether the router ended without storing the routing.
+         * A captured step is served after its launch instead (step). */
+        if (mirror && !g->capturing) CALL(gm->be->ops->event_record(gm->be, g->route_ev[l & 1u], HZ_QUEUE_COMPUTE));
+        if (ahead && l > 0 && !g->capturing) CALL(routed_ahead(s, l - 1, g->route_ev[(l - 1) & 1u]));
         /* Qwen's shared down projection needs only the rows above: with a side stream it runs beside
          * the routed experts, queued after them so that their kernel is offered the device first
          * (Qwen1.5-MoE-A2.7B shape, step at positions 32..96, H200, 2026-11-29, one run: 1.596 ms
@@ -959,7 +1007,7 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
         else if (ahead)
             CALL(enqueue_gated(s, l, &kl));
         else
-            CALL(routed_partial(s, l, mirror ? ra.host_tag : 0));
+            CALL(routed_partial(s, l, mirror ? step_number(g, l + 1u) : 0));
         if (qwen && g->side) {
             void *ss = NULL;
             CALL(hz_decode_side_begin(g->side, &ss));
@@ -983,7 +1031,7 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
         CALL(hz_decode_gemv(&ha, &gm->dev, &kl));
     }
     l = L - 1;
-    if (ahead) CALL(routed_ahead(s, l, waiting_tag, g->route_ev[l & 1u]));
+    if (ahead && !g->capturing) CALL(routed_ahead(s, l, g->route_ev[l & 1u]));
     return HZ_OK;
 }
 
@@ -991,7 +1039,7 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
  * that whatever waits for the queue next does not wait for this host forever. */
 static int enqueue_step(hz_session *s, int last, void *stream) {
     int st = enqueue_layers(s, last, stream);
-    gate_open(s->gpu);
+    if (st && !s->gpu->capturing) gates_open_all(s->gpu);
     return st;
 }
 
@@ -1024,8 +1072,10 @@ static void graph_capture(hz_session *s) {
             return;
         }
         use_parity(g, p);
+        g->capturing = 1;
         int est = hz_decode_begin(0, 0, g->dstep, cs);
         if (!est) est = enqueue_step(s, 1, cs);
+        g->capturing = 0;
         use_parity(g, cur);
         char why[sizeof g->graph_why] = "";
         if (est) snprintf(why, sizeof why, "%s", hz_last_error_message());
@@ -1045,6 +1095,7 @@ static int spec_launch(hz_session *s, uint32_t pos) {
     hz_backend *be = s->model->gpu->be;
     const int p = (int)(pos & 1u);
     int st = hz_decode_graph_launch(g->graphs[p], 0, pos, g->dstep, g->argmax, s->model->gpu->queue);
+    if (!st) g->epoch++;
     if (!st) st = queue_argmax_copy(s, (uint32_t)p);
     if (!st) st = be->ops->event_record(be, g->step_done[p], HZ_QUEUE_COMPUTE);
     if (st) return hz_error_prefix(st, "queueing the step at position %u ahead", pos);
@@ -1102,16 +1153,34 @@ static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
     void *q = gm->queue;
     uint32_t l = 0;
     CALL(hz_decode_enter(q));
+    /* The hits on the device: the generation held and the table brought up to it at a forward's
+     * start, ahead of its first kernel. */
+    const int hits = g->dev_hits && experts_ahead(s, route_mirrored(s, route_placement(s)));
+    if (hits && !g->held) CALL(hold_sync(s, 0));
     /* The first such step runs eagerly (one-time initialisations of the kernels' launchers happen
-     * outside any capture), the second is captured and replayed, and so are all later ones. */
-    const int graphable = gm->full && last && g->use_graph;
+     * outside any capture), the second is captured and replayed, and so are all later ones. At partial
+     * residency only with the hits on the device: a captured step records no event between its
+     * kernels, and only then does none need one. */
+    const int graphable = last && g->use_graph && (gm->full || (hits && g->partial_graph));
     if (graphable && g->graph_state == 2) graph_capture(s);
     if (graphable && g->graph_state == 1) {
         int st = hz_decode_graph_launch(g->graphs[pos & 1u], token, pos, g->dstep, NULL, q);
         if (st) return hz_error_prefix(st, "decode step at position %u", pos);
+        g->epoch++;
         g->graph_steps++;
+        if (!gm->full) {
+            /* The step's gates are all queued: serve them in order, the graph's end as the check that
+             * a router did not end without storing its routing. */
+            st = gm->be->ops->event_record(gm->be, g->graph_ev, HZ_QUEUE_COMPUTE);
+            for (l = 0; l < m->cfg.layers && !st; l++) st = routed_ahead(s, l, g->graph_ev);
+            if (st) {
+                gates_open_all(g);
+                return hz_error_prefix(st, "decode step at position %u", pos);
+            }
+        }
     } else {
         CALL(hz_decode_begin(token, pos, g->dstep, q));
+        g->epoch++;
         int st = enqueue_step(s, last, q);
         if (st) return hz_error_prefix(st, "decode step at position %u", pos);
         g->eager_steps++;
@@ -1122,7 +1191,8 @@ static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
     int st = queue_argmax_copy(s, pos & 1u); /* h_argmax is that slot (hz_forward_gpu) */
     if (!st) st = finish_step(s, pos);
     if (st) return hz_error_prefix(st, "decode step at position %u: reading the argmax back", pos);
-    st = gate_check(g);
+    st = deferred_end(g); /* the step has ended */
+    if (!st) st = gate_check(g);
     if (st) return hz_error_prefix(st, "decode step at position %u", pos);
     g->ahead_armed = 1; /* every kernel of a step has been launched once (experts_ahead) */
     return HZ_OK;
@@ -1224,7 +1294,7 @@ int hz_gpu_session_set_decode(hz_session *s, int graph, int pdl, uint32_t splits
 
 int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
     const hz_gpu_session *g = s->gpu;
-    const char *path = !s->model->gpu->full ? "eager (partial residency)"
+    const char *path = !s->model->gpu->full ? (g->graph_state == 1 ? "graph (partial residency)" : "eager (partial residency)")
                        : !g->use_graph     ? "eager (graph disabled)"
                        : g->graph_state == 1 ? "graph"
                        : g->graph_state < 0  ? "eager (graph capture failed)"

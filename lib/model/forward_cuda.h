@@ -114,7 +114,6 @@ struct hz_gpu_session {
     int route_mirror;
     uint8_t *slots, *d_slots;
     uint64_t slot_bytes;
-    uint64_t route_seq;      /* the last tag handed to a router */
     uint64_t route_stored;   /* layers whose routing the router stored (session stat routing_stored) */
     hz_bevent *route_ev[2];
     /* Partial residency, the experts ahead (enqueue_step): each layer's executor is enqueued behind a
@@ -136,10 +135,10 @@ struct hz_gpu_session {
      * host when every one has a row. The rows are those of the generation `held` (a lease the session
      * keeps during a forward, hz_cache_hold); `map` is the host's copy of what `tab` holds (or will hold
      * once the copies queued so far have run), from which the host tells which gates will wait for it;
-     * `tab_stage` (pinned) is where the copies into `tab` come from, rewritten only once the last one
-     * has run (tab_ev). *h_waited: +1 by every gate that waited for the host (pinned), compared after
-     * each step with gates_waited, the host's count.
-     * dev_hits: on for this session (HZ_GPU_DEVICE_HITS=0 at creation turns it off). */
+     * `tab_stage` (pinned) is where the copies into `tab` come from (by the queue at a forward's start,
+     * by a waiting gate at a miss). *h_waited: +1 by every gate that waited for the host (pinned),
+     * compared after each step with gates_waited, the host's count. dev_hits: on for this session
+     * (HZ_GPU_DEVICE_HITS=0 at creation turns it off). */
     int dev_hits;
     const void **tab;
     const void **map;
@@ -150,8 +149,22 @@ struct hz_gpu_session {
     uint64_t gates_waited;   /* gates the host saw a miss for in its map, so opened itself */
     uint64_t gate_hits;      /* gates that passed on the device's own lookup (session stat) */
     uint64_t tab_copies;     /* layers' rows copied into tab (session stat) */
-    hz_bevent *tab_ev;       /* recorded after the last copy into tab (hold_sync) */
-    int tab_pending;         /* that copy may not have run yet */
+    /* The table's changes at a miss travel with the gate that waits for the host: it copies the layers
+     * listed in h_changes ([count | layers], pinned) from tab_stage into tab (hz_dgate_args.changes).
+     * At a forward's start the layers that changed since are copied by the queue, ahead of the step. */
+    uint32_t *h_changes, *d_changes;
+    const void **d_tab_stage;
+    hz_generation *deferred; /* a group's lease the held generation does not cover: released once the
+                                next router's tag is seen, or when the step has ended */
+    /* The device's step counter (hz_dstep.epoch) as the host counts it: +1 at every hz_decode_begin and
+     * every graph launch. At partial residency the routers' tags and the gates' numbers are
+     * (epoch << 16) | (layer + 1), read from the device by the kernels, so that a captured step names
+     * every step's routing and gates apart. */
+    uint32_t epoch;
+    int capturing;           /* enqueue_layers is recording a graph: nothing is served or recorded */
+    int partial_graph;       /* HZ_GPU_PARTIAL_GRAPH at creation: with the hits on the device, the
+                                partial-residency step is captured and replayed like a full one */
+    hz_bevent *graph_ev;     /* recorded after a partial-residency graph launch: wait_routing's check */
     int spec_inflight;       /* a step is queued ahead: position spec_pos, token = the argmax returned
                               * for the step before it (spec_token) */
     uint32_t spec_pos;
