@@ -214,6 +214,9 @@ def run_figures(rep, run, mb, ceil, peer):
     # and, behind those gates, the share that passed on the device's own table of rows (gate_hits)
     gh, gg = (ss.get("gate_hits"), ss.get("experts_gated")) if isinstance(ss, dict) else (None, None)
     f["gate_hit_fraction"] = gh / gg if isinstance(gh, int) and isinstance(gg, int) and gg > 0 else None
+    # and whether its partial-residency steps ran as captured graphs (decode_path)
+    dp = ss.get("decode_path") if isinstance(ss, dict) else None
+    f["partial_graph"] = True if dp == "graph (partial residency)" else None
     # Decode roofline at the protocol's mean decode context: the step running position p attends p + 1
     # positions; a request's decode steps run positions P .. P+N-2, so their mean is P + N/2.
     mean_ctx = sum(plens) / len(plens) + n_tok / 2 if plens else 0
@@ -460,11 +463,12 @@ def executor_cell(f):
     """The executor, followed by the expert kernels its session reported where they say more, and at
     partial residency by how the routing came back ("routing router store" or "routing copy"),
     "experts ahead" where they were queued ahead of the routing and "hits on the device" where some of
-    their gates passed on the device's table of rows."""
+    their gates passed on the device's table of rows, "graph" where those steps ran as captured graphs."""
     k, rr = f.get("expert_kernels"), f.get("routing_readback")
     notes = ([k] if k and k != f["executor"] else []) + ([f"routing {rr}"] if rr else [])
     notes += ["experts ahead"] if f.get("experts_ahead") else []
     notes += ["hits on the device"] if f.get("gate_hit_fraction") else []
+    notes += ["graph"] if f.get("partial_graph") else []
     return f["executor"] + (f" ({'; '.join(notes)})" if notes else "")
 
 

@@ -220,6 +220,7 @@ def check_rows(md, figs):
         notes = ([k] if k and k != f["executor"] else []) + ([f"routing {rr}"] if rr else [])
         notes += ["experts ahead"] if f.get("experts_ahead") else []
         notes += ["hits on the device"] if f.get("gate_hit_fraction") else []
+        notes += ["graph"] if f.get("partial_graph") else []
         cell = f["executor"] + (f" ({'; '.join(notes)})" if notes else "")
         row = f"| {cell} | {f['residency']} | {f['transport']} | {f['blocks']} | {dec} | {frac} |"
         check(row in md, f"markdown lacks the row start: {row}")
@@ -291,7 +292,8 @@ def main():
     ss0 = r2["runs"][0].get("session_stats")
     r2["runs"][0]["session_stats"] = dict(ss0 if isinstance(ss0, dict) else {}, expert_kernels="twopass",
                                           routing_readback="router store",
-                                          experts_queued="ahead of the routing", experts_gated=40, gate_hits=30)
+                                          experts_queued="ahead of the routing", experts_gated=40, gate_hits=30,
+                                          decode_path="graph (partial residency)")
     with open(os.path.join(d2, "bench-x.json"), "w") as f:
         json.dump(r2, f)
     for s in summaries.values():
@@ -306,12 +308,13 @@ def main():
     named2 = [f for f in figs2 if f.get("expert_kernels") == "twopass"]
     check(len(named2) == 1, f"{len(named2)} figures name the expert kernels 'twopass', expected the one run")
     check(all(f.get("expert_kernels") is None and f.get("routing_readback") is None and f.get("experts_ahead") is None
-              and f.get("gate_hit_fraction") is None for f in figs2 if f not in named2),
-          "expert kernels, a routing readback, experts ahead or hits on the device named for a cpu session")
+              and f.get("gate_hit_fraction") is None and f.get("partial_graph") is None for f in figs2 if f not in named2),
+          "expert kernels, a routing readback, experts ahead, hits on the device or a graph named for a cpu session")
     check(named2[0].get("gate_hit_fraction") == 0.75, f"gate hit fraction {named2[0].get('gate_hit_fraction')}, expected 30/40")
     check_rows(sec2, named2)
-    check(f"| {r2['runs'][0]['label']['executor']} (twopass; routing router store; experts ahead; hits on the device) |"
-          in sec2, "the row does not name the expert kernels, the routing readback, the experts ahead and the hits on the device")
+    check(f"| {r2['runs'][0]['label']['executor']} (twopass; routing router store; experts ahead; hits on the device; graph) |"
+          in sec2, "the row does not name the expert kernels, the routing readback, the experts ahead, the hits on the "
+                   "device and the graph")
     check(any(f["ceilings_borrowed"] for f in figs2) and any(not f["ceilings_borrowed"] for f in figs2),
           "borrowed flags")
     # And the first run's inputs once more: still in place, nothing else moves.
