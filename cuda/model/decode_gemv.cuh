@@ -5,6 +5,7 @@
 #ifndef HZ_CUDA_MODEL_DECODE_GEMV_CUH
 #define HZ_CUDA_MODEL_DECODE_GEMV_CUH
 
+#include "decode_gate.cuh"
 #include "decode_launch.cuh"
 #include "decode_ops.cuh"
 #include "ops_common.cuh"
@@ -163,6 +164,13 @@ inline int dgemv_check(const hz_dgemv_args *a, const hz_decode_dev *dev) {
         (!a->host_ids || !a->host_w || !a->host_tag_out || a->tail != HZ_DGEMV_TAIL_ROUTE))
         return hz_error(HZ_EINVAL, "decode gemv: the host copy of the routing needs ids, weights and a tag word, "
                                    "and the router tail");
+    if (a->gate_on) {
+        if (!a->host_tag_out || a->ready || a->gate.n != a->top_k || (a->gate.table && a->gate.ids != a->ids_out))
+            return hz_error(HZ_EINVAL, "decode gemv: the experts' gate in the router needs the host copy of the "
+                                       "routing, no ready flags, top_k rows and the router's ids");
+        const int gst = gate_check(&a->gate);
+        if (gst) return hz_error_prefix(gst, "decode gemv");
+    }
     if (a->host_tag_epoch && (!a->host_tag_out || !a->step || a->host_tag > 0xffffu))
         return hz_error(HZ_EINVAL, "decode gemv: a tag from the step's epoch needs the tag word, the step and a "
                                    "tag below 65536");

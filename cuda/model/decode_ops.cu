@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "decode_gate.cuh"
 #include "decode_gemv.cuh"
 #include "decode_launch.cuh"
 #include "decode_ops.cuh"
@@ -178,6 +179,10 @@ __device__ __forceinline__ void route_rows(const dgemv_params &p, uint32_t lane,
         __threadfence();
         __syncwarp();
         if (lane == 0) st_release_gpu(a.ready + 1, __ldcg(&a.step->epoch));
+    }
+    if (a.gate_on) { /* the experts' gate (hz_dgemv_args.gate): this warp's stores of the ids first */
+        __syncwarp();
+        gate_pass(a.gate, lane);
     }
 }
 

@@ -69,6 +69,56 @@ int hz_decode_enter(void *stream);
  * *d_step). */
 int hz_decode_begin(int32_t token, uint32_t pos, hz_dstep *d_step, void *stream);
 
+/* ---- the gate of a layer's routed experts at partial residency ------------------------------------------
+ * At partial residency the host learns a layer's routing only when its router has run, and must lease
+ * the rows (serving the misses) before the experts may read them. To keep the device busy meanwhile,
+ * the step enqueues each layer's experts ahead, behind this gate, and the next layer's kernels up to
+ * its router behind them (lib/model/forward_cuda.c, "experts ahead"). One warp waits for the kernel
+ * before it (programmatic dependent launch), then polls *go (pinned host memory, its device address)
+ * until it holds at least `want`, and then copies rows_host[0..n) (pinned, written by the host before
+ * it stored `want`) into rows_dev[0..n) (device memory: the executor's blobs_dev). The host stores
+ * `want` into *go after it has written the rows of the leased group, or, on any failure, without
+ * writing them (the rows of an earlier gate, or of the initial fill, are then read again: addresses
+ * inside the cache's arena, which stays allocated while the session lives). It must do one or the
+ * other for every gate it enqueued before it waits for the queue. A gate that sees no `want` within
+ * about 10 seconds (2e10 multiprocessor clocks: a host that broke that rule, or one held up by a thread
+ * outside the session's control) stores `want` into *late (pinned, its device address) and copies
+ * whatever rows_host holds, so that the queue moves on instead of hanging; the host must then fail the
+ * step. The kernel after the gate may be placed while it polls (it triggers its dependents at once).
+ *
+ * With `table` (device memory: the row address of each of the layer's experts, NULL where not resident,
+ * copied from a generation the host keeps leased) and `ids` (device memory: the router's top-n), the
+ * gate first looks the ids up: when every one has a row, it writes those rows and ends without polling
+ * (a hit resolved on the device: no round trip through the host). Otherwise it waits as above and then
+ * adds 1 to *waited (pinned, its device address), so that the host can check that the device and its
+ * own copy of the table agreed. Then, with `changes`, it copies the layers the host lists there
+ * (changes[0] = count, changes[1..] = layers; pinned, written before `want`) from `stage` (pinned,
+ * [layers x experts]) into `table_all` (device, the same shape), before it copies the rows: the host
+ * changes the table only while a gate waits for it, and the gates are in order, so every later gate
+ * reads the new rows.
+ * With `step`, the gate's number is (step->epoch << 16) | want instead of `want` (want < 65536): a
+ * captured step's arguments never change. n <= 32.
+ * The same gate can instead run inside the layer's router (hz_dgemv_args.gate): see there. */
+typedef struct hz_dgate_args {
+    const uint64_t *go;        /* the word polled (device address of pinned memory) */
+    uint64_t want;             /* the value that opens this gate (its low 16 bits with `step`) */
+    const hz_dstep *step;      /* optional: the step whose epoch numbers the gate */
+    const uint64_t *rows_host; /* [n] row addresses the host wrote before storing want (pinned) */
+    const void **rows_dev;     /* [n] the executor's device argument array */
+    uint32_t n;
+    uint64_t *late;            /* pinned: want, stored by a gate that gave up waiting */
+    const void *const *table;  /* optional: [experts] of the layer, device memory */
+    uint32_t experts;          /* with table: its entries (an id at or above it counts as not resident) */
+    const uint32_t *ids;       /* with table: [n] expert ids, device memory */
+    uint64_t *waited;          /* with table: pinned, +1 per gate that waited for the host */
+    const uint32_t *changes;   /* optional (with table): pinned [1 + layers], the layers to copy */
+    const void *const *stage;  /* with changes: pinned [layers x experts] */
+    const void **table_all;    /* with changes: device [layers x experts] */
+    uint32_t layers;           /* with changes: rows of stage and table_all */
+} hz_dgate_args;
+
+int hz_decode_gate(const hz_dgate_args *a, const hz_klaunch *k);
+
 /* ---- GEMV with fused prologue and tail -----------------------------------------------------------------
  * y_s = W_s x (+ b_s) for up to HZ_MGEMV_MAX_SEGS segments of hz_mgemv_seg (as hz_model_gemv), where the
  * input x of `in` FP16 values is built by every block in shared memory:
@@ -143,6 +193,12 @@ typedef struct hz_dgemv_args {
     /* 1 (needs `step`): the tag stored is (step->epoch << 16) | host_tag, so that a captured step, whose
      * launch arguments never change, still names each step's routing apart (host_tag < 65536). */
     uint32_t host_tag_epoch;
+    /* 1 (TAIL_ROUTE with the host copy above, no `ready`): the routing warp, once it has published the
+     * routing, runs `gate` (hz_decode_gate's work, the same rules) instead of a gate kernel of its own:
+     * the experts' kernel, which waits for this grid's end, then finds its rows in gate.rows_dev. One
+     * kernel less between a layer's router and its experts. gate.ids must be ids_out. */
+    uint32_t gate_on;
+    hz_dgate_args gate;
     /* Optional (needs `step`): ready[0] is set to step->epoch by block 0 once x_out and `zero` are
      * written, ready[1] by the routing warp once ids/w/rows are; both release stores at GPU scope.
      * The routed-expert kernel waits for these two instead of for this whole grid (hz_w4a16_args.ready). */
@@ -221,55 +277,6 @@ typedef struct hz_dattn_args {
 uint32_t hz_decode_attention_splits(const hz_decode_dev *dev, uint32_t heads, uint32_t max_ctx);
 int hz_decode_attention_supported(uint32_t head_dim);
 int hz_decode_attention(const hz_dattn_args *a, const hz_klaunch *k);
-
-/* ---- the gate of a layer's routed experts at partial residency ------------------------------------------
- * At partial residency the host learns a layer's routing only when its router has run, and must lease
- * the rows (serving the misses) before the experts may read them. To keep the device busy meanwhile,
- * the step enqueues each layer's experts ahead, behind this gate, and the next layer's kernels up to
- * its router behind them (lib/model/forward_cuda.c, "experts ahead"). One warp waits for the kernel
- * before it (programmatic dependent launch), then polls *go (pinned host memory, its device address)
- * until it holds at least `want`, and then copies rows_host[0..n) (pinned, written by the host before
- * it stored `want`) into rows_dev[0..n) (device memory: the executor's blobs_dev). The host stores
- * `want` into *go after it has written the rows of the leased group, or, on any failure, without
- * writing them (the rows of an earlier gate, or of the initial fill, are then read again: addresses
- * inside the cache's arena, which stays allocated while the session lives). It must do one or the
- * other for every gate it enqueued before it waits for the queue. A gate that sees no `want` within
- * about 10 seconds (2e10 multiprocessor clocks: a host that broke that rule, or one held up by a thread
- * outside the session's control) stores `want` into *late (pinned, its device address) and copies
- * whatever rows_host holds, so that the queue moves on instead of hanging; the host must then fail the
- * step. The kernel after the gate may be placed while it polls (it triggers its dependents at once).
- *
- * With `table` (device memory: the row address of each of the layer's experts, NULL where not resident,
- * copied from a generation the host keeps leased) and `ids` (device memory: the router's top-n), the
- * gate first looks the ids up: when every one has a row, it writes those rows and ends without polling
- * (a hit resolved on the device: no round trip through the host). Otherwise it waits as above and then
- * adds 1 to *waited (pinned, its device address), so that the host can check that the device and its
- * own copy of the table agreed. Then, with `changes`, it copies the layers the host lists there
- * (changes[0] = count, changes[1..] = layers; pinned, written before `want`) from `stage` (pinned,
- * [layers x experts]) into `table_all` (device, the same shape), before it copies the rows: the host
- * changes the table only while a gate waits for it, and the gates are in order, so every later gate
- * reads the new rows.
- * With `step`, the gate's number is (step->epoch << 16) | want instead of `want` (want < 65536): a
- * captured step's arguments never change. n <= 32. */
-typedef struct hz_dgate_args {
-    const uint64_t *go;        /* the word polled (device address of pinned memory) */
-    uint64_t want;             /* the value that opens this gate (its low 16 bits with `step`) */
-    const hz_dstep *step;      /* optional: the step whose epoch numbers the gate */
-    const uint64_t *rows_host; /* [n] row addresses the host wrote before storing want (pinned) */
-    const void **rows_dev;     /* [n] the executor's device argument array */
-    uint32_t n;
-    uint64_t *late;            /* pinned: want, stored by a gate that gave up waiting */
-    const void *const *table;  /* optional: [experts] of the layer, device memory */
-    uint32_t experts;          /* with table: its entries (an id at or above it counts as not resident) */
-    const uint32_t *ids;       /* with table: [n] expert ids, device memory */
-    uint64_t *waited;          /* with table: pinned, +1 per gate that waited for the host */
-    const uint32_t *changes;   /* optional (with table): pinned [1 + layers], the layers to copy */
-    const void *const *stage;  /* with changes: pinned [layers x experts] */
-    const void **table_all;    /* with changes: device [layers x experts] */
-    uint32_t layers;           /* with changes: rows of stage and table_all */
-} hz_dgate_args;
-
-int hz_decode_gate(const hz_dgate_args *a, const hz_klaunch *k);
 
 /* ---- a side stream for work that does not depend on the routed experts --------------------------------------
  * Qwen's shared expert down projection needs only the router GEMV's gate/up rows, so it runs beside the

@@ -11,6 +11,7 @@
  * kernels'. */
 #include <cooperative_groups.h>
 
+#include "decode_gate.cuh"
 #include "decode_gemv.cuh"
 #include "decode_launch.cuh"
 #include "decode_ops.cuh"
@@ -106,6 +107,10 @@ __global__ void __launch_bounds__(kGemvThreads) router_cluster_kernel(const __gr
     route_block(lg, E, a.top_k, a.norm_topk, a.ids_out, a.w_out, a.table ? tab : nullptr, a.rows_out, prob,
                 route_host(a));
     if (threadIdx.x == 0) HZ_TL_MARK(2);
+    if (a.gate_on) { /* the experts' gate (hz_dgemv_args.gate): route_block's ids are behind a barrier */
+        __syncthreads();
+        if (warp == 0) gate_pass(a.gate, lane);
+    }
 #endif
 }
 

@@ -323,6 +323,7 @@ static float *rope_table(const hz_model_config *c, uint32_t ctx) {
  * - HZ_GPU_EXPERTS_AHEAD: at partial residency, the experts queued ahead of the routing behind a gate.
  * - HZ_GPU_DEVICE_HITS: there, the gates resolve all-hit groups from the device's table of rows.
  * - HZ_GPU_PARTIAL_GRAPH: with those hits, the partial-residency step is captured as a graph.
+ * - HZ_GPU_GATE_IN_ROUTER: the experts' gate run by the router's routing warp, not as a kernel.
  * All logits are bit-identical either way (test_model_gpu). */
 static int env_on(const char *name) {
     uint32_t on = 1;
@@ -422,6 +423,7 @@ static int session_create(hz_session *s) {
     }
     g->dev_hits = g->ahead_on && env_on("HZ_GPU_DEVICE_HITS");
     g->partial_graph = env_on("HZ_GPU_PARTIAL_GRAPH");
+    g->gate_in_router = env_on("HZ_GPU_GATE_IN_ROUTER");
     if (g->dev_hits && (hz_decode_host_pointer((void *)g->h_waited, (void **)&g->d_waited) != HZ_OK ||
                         hz_decode_host_pointer(g->h_changes, (void **)&g->d_changes) != HZ_OK ||
                         hz_decode_host_pointer((void *)g->tab_stage, (void **)&g->d_tab_stage) != HZ_OK)) {
@@ -714,10 +716,10 @@ static int hold_end(hz_session *s, int st) {
     return st ? st : rst;
 }
 
-/* Layer l's experts behind a gate: the gate, then the executor on the device rows it fills. */
-static int enqueue_gated(hz_session *s, uint32_t l, const hz_klaunch *kl) {
-    hz_model *m = s->model;
-    hz_gpu_session *g = s->gpu;
+/* The arguments of layer l's gate. */
+static hz_dgate_args gate_args(const hz_session *s, uint32_t l) {
+    const hz_model *m = s->model;
+    const hz_gpu_session *g = s->gpu;
     const uint32_t K = m->cfg.top_k, E = m->cfg.experts;
     hz_dgate_args ga = {.go = g->d_go, .want = l + 1u, .step = g->dstep, .rows_host = g->d_gate_rows,
                         .rows_dev = g->rows_dev, .n = K, .late = g->d_gate_late};
@@ -731,8 +733,20 @@ static int enqueue_gated(hz_session *s, uint32_t l, const hz_klaunch *kl) {
         ga.table_all = g->tab;
         ga.layers = m->cfg.layers;
     }
-    int st = hz_decode_gate(&ga, kl);
-    if (st) return st;
+    return ga;
+}
+
+/* Layer l's experts behind a gate: the gate (unless the router runs it, in_router), then the executor
+ * on the device rows it fills. */
+static int enqueue_gated(hz_session *s, uint32_t l, const hz_klaunch *kl, int in_router) {
+    hz_model *m = s->model;
+    hz_gpu_session *g = s->gpu;
+    const uint32_t K = m->cfg.top_k;
+    if (!in_router) {
+        const hz_dgate_args ga = gate_args(s, l);
+        int st = hz_decode_gate(&ga, kl);
+        if (st) return st;
+    }
     if (!g->capturing) g->gate_seq = step_number(g, l + 1u);
     return hz_exec_cuda_moe_device(m->exec, K, g->rows_dev, g->route_w, g->xn, g->acc, g->scratch, g->scratch_bytes,
                                    NULL, NULL, kl->stream);
@@ -900,6 +914,13 @@ static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n) {
         if (st_) return hz_error_prefix(st_, "layer %u", l);                                              \
     } while (0)
 
+/* Whether the experts ahead have their gate run by the router's routing warp (hz_dgemv_args.gate), not
+ * by a kernel of its own: with HZ_GPU_GATE_IN_ROUTER (on by default), where the routing runs in the
+ * router GEMV or its cluster (the route kernel of its own has no host copy, so no experts ahead). */
+static int gate_in_router(const hz_session *s, int place, int mirror) {
+    return experts_ahead(s, mirror) && s->gpu->gate_in_router && (place == ROUTE_CLUSTER || place == ROUTE_IN_GEMV);
+}
+
 /* Every kernel of a step after hz_decode_begin, on `stream` (the compute queue, or the capture stream
  * of the graph). Per layer:
  *   qkv GEMV      x = attn_norm(h + moe of the previous layer), or of the embedding row (layer 0)
@@ -930,6 +951,7 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
     const int place = route_placement(s), ready = experts_on_flags(s), mirror = route_mirrored(s, place);
     /* The experts ahead: the layer whose gate waits is served once the next router is queued. */
     const int ahead = experts_ahead(s, mirror);
+    const int gate_here = gate_in_router(s, place, mirror);
     uint32_t r = 0, l = 0;
     for (l = 0; l < L; l++) {
         const hz_layer_weights *w = &gm->dw.layers[l];
@@ -979,6 +1001,10 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
             ra.host_tag = l + 1u; /* stored as step_number(epoch, l + 1) */
             ra.host_tag_epoch = 1;
         }
+        if (gate_here) {
+            ra.gate_on = 1;
+            ra.gate = gate_args(s, l);
+        }
         if (place == ROUTE_CLUSTER) {
             CALL(hz_decode_router_cluster(&ra, &gm->dev, &kl));
         } else if (place == ROUTE_KERNEL) {
@@ -1005,7 +1031,7 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
                                          g->scratch_bytes, ready ? ra.ready : NULL, ready ? &g->dstep->epoch : NULL,
                                          stream));
         else if (ahead)
-            CALL(enqueue_gated(s, l, &kl));
+            CALL(enqueue_gated(s, l, &kl, gate_here));
         else
             CALL(routed_partial(s, l, mirror ? step_number(g, l + 1u) : 0));
         if (qwen && g->side) {
@@ -1314,7 +1340,7 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      "\"steps_ahead_adopted\":%llu,\"steps_ahead_discarded\":%llu,\"argmax_readback\":\"%s\","
                      "\"router_tail\":\"%s\",\"experts_start\":\"%s\",\"expert_kernels\":\"%s\",\"shared_down_start\":%s,"
                      "\"routing_readback\":\"%s\",\"routing_stored\":%llu,\"experts_queued\":\"%s\","
-                     "\"experts_gated\":%llu,\"gate_hits\":%llu,\"gates_waited\":%llu,\"gate_table_copies\":%llu,"
+                     "\"experts_gate\":%s,\"experts_gated\":%llu,\"gate_hits\":%llu,\"gates_waited\":%llu,\"gate_table_copies\":%llu,"
                      "\"graph_fallback\":%s%s%s",
                      path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graphs[0]),
                      (unsigned long long)g->graph_steps, (unsigned long long)g->eager_steps, g->attn_splits,
@@ -1332,6 +1358,9 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      s->model->gpu->full        ? "on the device"
                      : experts_ahead(s, mirror) ? "ahead of the routing"
                                                 : "after the routing",
+                     !experts_ahead(s, mirror)                        ? "null"
+                     : gate_in_router(s, route_placement(s), mirror) ? "\"router\""
+                                                                      : "\"own kernel\"",
                      (unsigned long long)g->experts_gated, (unsigned long long)g->gate_hits,
                      (unsigned long long)g->gates_waited, (unsigned long long)g->tab_copies, g->graph_state < 0 ? "\"" : "",
                      g->graph_state < 0 ? why : "null", g->graph_state < 0 ? "\"" : "");

@@ -164,6 +164,8 @@ struct hz_gpu_session {
     int capturing;           /* enqueue_layers is recording a graph: nothing is served or recorded */
     int partial_graph;       /* HZ_GPU_PARTIAL_GRAPH at creation: with the hits on the device, the
                                 partial-residency step is captured and replayed like a full one */
+    int gate_in_router;      /* HZ_GPU_GATE_IN_ROUTER at creation: each layer's gate is run by its
+                                router's routing warp (hz_dgemv_args.gate), not by a kernel of its own */
     hz_bevent *graph_ev;     /* recorded after a partial-residency graph launch: wait_routing's check */
     int spec_inflight;       /* a step is queued ahead: position spec_pos, token = the argmax returned
                               * for the step before it (spec_token) */

@@ -10,8 +10,9 @@
  *          (HZ_GPU_EXPERTS_AHEAD=0), and copied back (HZ_GPU_ROUTE_MIRROR=0); and at capacity = experts
  *          - 1 (hits on most layers) with the experts ahead, the gates resolving all-hit groups from the
  *          device's table of rows (the default: from the session's third step on each step is a
- *          captured graph), the same launched kernel by kernel (HZ_GPU_PARTIAL_GRAPH=0), and every
- *          gate waiting for the host (HZ_GPU_DEVICE_HITS=0); the stats' decode_path says which
+ *          captured graph), the same launched kernel by kernel (HZ_GPU_PARTIAL_GRAPH=0), every gate
+ *          waiting for the host (HZ_GPU_DEVICE_HITS=0), and each gate a kernel of its own instead of
+ *          the router's work (HZ_GPU_GATE_IN_ROUTER=0); the stats' decode_path and experts_gate say which
  * and the test checks, per step:
  *   - every greedy token equals the CPU's, and equals the argmax of the returned logits (the token comes
  *     from the device argmax);
@@ -144,11 +145,12 @@ static void run_arch(const char *path, const char *arch) {
 
     static const char *execs[] = {"grouped", "scalar"};
     const size_t seq_bytes = (size_t)(N_STEPS + 1) * V * sizeof(float);
-    enum { WAYS = 7 };
+    enum { WAYS = 8 };
     static const char *way_name[WAYS] = {"full", "stored, experts ahead", "stored, experts after", "copied",
                                          "stored, experts ahead, hits on the device",
                                          "stored, experts ahead, every gate waiting",
-                                         "stored, experts ahead, hits on the device, eager"};
+                                         "stored, experts ahead, hits on the device, eager",
+                                         "stored, experts ahead, hits on the device, gate kernel"};
     float *gl[WAYS];
     int have_all = 1;
     for (int r = 0; r < WAYS; r++) have_all &= (gl[r] = malloc(seq_bytes)) != NULL;
@@ -158,7 +160,8 @@ static void run_arch(const char *path, const char *arch) {
          * router and the experts queued ahead of it; r = 2: the same with the experts queued after the
          * routing (HZ_GPU_EXPERTS_AHEAD=0); r = 3: the routing copied back (HZ_GPU_ROUTE_MIRROR=0);
          * r = 4: as r = 1 at capacity experts - 1; r = 5: the same with HZ_GPU_DEVICE_HITS=0; r = 6: as
-         * r = 4 with HZ_GPU_PARTIAL_GRAPH=0 (r = 1 and 4 capture their steps as graphs) */
+         * r = 4 with HZ_GPU_PARTIAL_GRAPH=0 (r = 1 and 4 capture their steps as graphs); r = 7: as r = 4
+         * with each gate a kernel of its own (HZ_GPU_GATE_IN_ROUTER=0; elsewhere the router runs it) */
         for (int r = 0; r < WAYS; r++) {
             const uint32_t cap = r == 0 ? 0 : r < 4 ? K : E - 1;
             stack g;
@@ -167,11 +170,13 @@ static void run_arch(const char *path, const char *arch) {
             setenv("HZ_GPU_EXPERTS_AHEAD", r == 2 ? "0" : "1", 1);
             setenv("HZ_GPU_DEVICE_HITS", r == 5 ? "0" : "1", 1);
             setenv("HZ_GPU_PARTIAL_GRAPH", r == 6 ? "0" : "1", 1);
+            setenv("HZ_GPU_GATE_IN_ROUTER", r == 7 ? "0" : "1", 1);
             const int open_failed = stack_open(&g, path, "cuda:0", cap, execs[e]);
             unsetenv("HZ_GPU_ROUTE_MIRROR");
             unsetenv("HZ_GPU_EXPERTS_AHEAD");
             unsetenv("HZ_GPU_DEVICE_HITS");
             unsetenv("HZ_GPU_PARTIAL_GRAPH");
+            unsetenv("HZ_GPU_GATE_IN_ROUTER");
             if (open_failed) continue;
             int32_t gtok[N_STEPS + 1];
             if (run_seq(&g, gl[r], gtok) == 0) {
@@ -213,13 +218,14 @@ static void run_arch(const char *path, const char *arch) {
                  * copies its routing, so the stored ones are some of the routing D2H), at r = 3 never; and
                  * where the experts were queued: behind gates at r = 1 (every stored routing from the
                  * second step on: the first step runs without gates, see forward_cuda.c). */
-                char readback[32] = "?", queued[32] = "?", path_s[40] = "?";
+                char readback[32] = "?", queued[32] = "?", path_s[40] = "?", gate_s[32] = "?";
                 uint64_t stored = UINT64_MAX, gated = UINT64_MAX, hits = UINT64_MAX, waited = UINT64_MAX,
                          copies = UINT64_MAX;
                 if (hz_session_stats_json(g.s, &js) == HZ_OK) {
                     json_str(js, "routing_readback", readback, sizeof readback);
                     json_str(js, "experts_queued", queued, sizeof queued);
                     json_str(js, "decode_path", path_s, sizeof path_s);
+                    json_str(js, "experts_gate", gate_s, sizeof gate_s); /* "" where null */
                     stored = json_u64(js, "routing_stored");
                     gated = json_u64(js, "experts_gated");
                     hits = json_u64(js, "gate_hits");
@@ -241,7 +247,7 @@ static void run_arch(const char *path, const char *arch) {
                           want_q);
                 /* The gates that passed on the device's table and those that waited for the host add up to
                  * the gated ones where the table is on (r = 1, 4), and are 0 where it is not. */
-                const int dev = r == 1 || r == 4 || r == 6;
+                const int dev = r == 1 || r == 4 || r == 6 || r == 7;
                 const int table_ok = dev ? hits + waited == gated && copies > 0 && (r >= 4 ? hits > 0 : waited > 0)
                                          : hits == 0 && waited == 0 && copies == 0;
                 if (!table_ok)
@@ -251,10 +257,14 @@ static void run_arch(const char *path, const char *arch) {
                           (unsigned long long)gated, (unsigned long long)copies);
                 /* Partial-residency steps are captured as graphs with the hits on the device (r = 1, 4) */
                 const char *want_p = r == 0                 ? "graph"
-                                     : r == 1 || r == 4 ? "graph (partial residency)"
+                                     : r == 1 || r == 4 || r == 7 ? "graph (partial residency)"
                                                         : "eager (partial residency)";
                 if (strcmp(path_s, want_p) != 0)
                     FAILF("%s %s %s: decode_path \"%s\", expected \"%s\"", arch, execs[e], way_name[r], path_s, want_p);
+                /* Behind the gates (the experts ahead), the router runs each gate except at r = 7 */
+                const char *want_g = !ahead ? "" : r == 7 ? "own kernel" : "router";
+                if (strcmp(gate_s, want_g) != 0)
+                    FAILF("%s %s %s: experts_gate \"%s\", expected \"%s\"", arch, execs[e], way_name[r], gate_s, want_g);
                 double tps = bench(&g, gtok[N_STEPS]);
                 printf("%s: cuda:0 %-7s %-7s (capacity %u, %s): %d steps, tokens %s, max rel err %.3e, "
                        "misses %llu, routing D2H %llu, gates %llu (%llu passed on the device), weights H2D %llu B, "
