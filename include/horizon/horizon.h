@@ -449,6 +449,9 @@ int hz_session_logits(const hz_session *session, const float **out, uint32_t *ou
  *                      gates_waited waited for the host; gate_table_copies counts the layers whose
  *                      rows were copied into that table. Partial-residency forwards of sessions
  *                      sharing a cache run one at a time (the others wait).
+ *   experts_gate       with the experts ahead, what runs each layer's gate: "router" (the router's
+ *                      routing warp, once it has stored the routing) or "own kernel"
+ *                      (HZ_GPU_GATE_IN_ROUTER=0 at session creation); null otherwise.
  * Fields may be added; none is removed or changes meaning within a major version.
  * Errors: HZ_EINVAL (NULL), HZ_ENOMEM. Like every session call, not concurrently with another call on
  * the same session. */
