@@ -20,7 +20,7 @@ __global__ void gate_kernel(hz_dgate_args a) {
 
 extern "C" int hz_decode_gate(const hz_dgate_args *a, const hz_klaunch *k) {
     if (!a || !k) return hz_error(HZ_EINVAL, "decode gate: NULL argument");
-    const int st = gate_check(a);
+    const int st = gate_args_check(a);
     if (st) return st;
     const cudaError_t e = launch(gate_kernel, 1, 1, 32, 0, k, *a);
     return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the experts' gate kernel");

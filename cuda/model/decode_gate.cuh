@@ -64,7 +64,7 @@ __device__ void gate_pass(const hz_dgate_args &a, uint32_t t) {
 }
 
 /* HZ_OK, or HZ_EINVAL with a message that names what is missing. */
-inline int gate_check(const hz_dgate_args *a) {
+inline int gate_args_check(const hz_dgate_args *a) {
     if (!a->go || !a->rows_host || !a->rows_dev || !a->late) return hz_error(HZ_EINVAL, "decode gate: NULL argument");
     if (a->n == 0 || a->n > kGateMaxRows) return hz_error(HZ_EINVAL, "decode gate: %u rows (1 .. %u)", a->n, kGateMaxRows);
     if (a->table && (!a->ids || !a->waited))

@@ -168,7 +168,7 @@ inline int dgemv_check(const hz_dgemv_args *a, const hz_decode_dev *dev) {
         if (!a->host_tag_out || a->ready || a->gate.n != a->top_k || (a->gate.table && a->gate.ids != a->ids_out))
             return hz_error(HZ_EINVAL, "decode gemv: the experts' gate in the router needs the host copy of the "
                                        "routing, no ready flags, top_k rows and the router's ids");
-        const int gst = gate_check(&a->gate);
+        const int gst = gate_args_check(&a->gate);
         if (gst) return hz_error_prefix(gst, "decode gemv");
     }
     if (a->host_tag_epoch && (!a->host_tag_out || !a->step || a->host_tag > 0xffffu))

@@ -224,9 +224,6 @@ static void session_destroy(hz_session *s) {
     if (g->act) be->ops->mem_free(be, g->act);
     if (g->kc) be->ops->mem_free(be, g->kc);
     if (g->vc) be->ops->mem_free(be, g->vc);
-    /* The queue is drained (above): nothing reads the held generation's rows any more. */
-    if (g->held) (void)hz_generation_release(g->held, NULL);
-    if (g->deferred) (void)hz_generation_release(g->deferred, NULL);
     if (g->pinned) be->ops->pinned_free(be, g->pinned);
     free(g->map);
     free(g->rows);
@@ -915,10 +912,10 @@ static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n) {
     } while (0)
 
 /* Whether the experts ahead have their gate run by the router's routing warp (hz_dgemv_args.gate), not
- * by a kernel of its own: with HZ_GPU_GATE_IN_ROUTER (on by default), where the routing runs in the
- * router GEMV or its cluster (the route kernel of its own has no host copy, so no experts ahead). */
-static int gate_in_router(const hz_session *s, int place, int mirror) {
-    return experts_ahead(s, mirror) && s->gpu->gate_in_router && (place == ROUTE_CLUSTER || place == ROUTE_IN_GEMV);
+ * by a kernel of its own: with HZ_GPU_GATE_IN_ROUTER (on by default). The experts ahead need the router's
+ * store (route_mirrored), so the routing runs in the router GEMV or its cluster, which both run it. */
+static int gate_in_router(const hz_session *s, int mirror) {
+    return experts_ahead(s, mirror) && s->gpu->gate_in_router;
 }
 
 /* Every kernel of a step after hz_decode_begin, on `stream` (the compute queue, or the capture stream
@@ -951,7 +948,7 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
     const int place = route_placement(s), ready = experts_on_flags(s), mirror = route_mirrored(s, place);
     /* The experts ahead: the layer whose gate waits is served once the next router is queued. */
     const int ahead = experts_ahead(s, mirror);
-    const int gate_here = gate_in_router(s, place, mirror);
+    const int gate_here = gate_in_router(s, mirror);
     uint32_t r = 0, l = 0;
     for (l = 0; l < L; l++) {
         const hz_layer_weights *w = &gm->dw.layers[l];
@@ -1358,9 +1355,9 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      s->model->gpu->full        ? "on the device"
                      : experts_ahead(s, mirror) ? "ahead of the routing"
                                                 : "after the routing",
-                     !experts_ahead(s, mirror)                        ? "null"
-                     : gate_in_router(s, route_placement(s), mirror) ? "\"router\""
-                                                                      : "\"own kernel\"",
+                     !experts_ahead(s, mirror)   ? "null"
+                     : gate_in_router(s, mirror) ? "\"router\""
+                                                 : "\"own kernel\"",
                      (unsigned long long)g->experts_gated, (unsigned long long)g->gate_hits,
                      (unsigned long long)g->gates_waited, (unsigned long long)g->tab_copies, g->graph_state < 0 ? "\"" : "",
                      g->graph_state < 0 ? why : "null", g->graph_state < 0 ? "\"" : "");
