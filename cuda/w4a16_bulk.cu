@@ -3,8 +3,9 @@
  * gate_up: a warp owns 8 gate+up row pairs of one expert (one m16n8k16 row tile, as in the register
  *   path). Its lane 0 asks the bulk-copy engine for the tile's gate codes, up codes, gate scales and up
  *   scales (four contiguous ranges of the blob: rows are contiguous within a projection) with one
- *   mbarrier counting the bytes; the block meanwhile stages x in shared memory in pair order. The warp
- *   then waits for its barrier and runs the segments out of shared memory.
+ *   mbarrier counting the bytes; the block meanwhile stages x in shared memory in pair order. The
+ *   tile's two warps (by default; HZ_W4A16_GU_SPLIT=1: one) then wait for its barrier and each runs its
+ *   half of the segments out of shared memory; the halves' sums meet in shared memory.
  * down: a block owns 16 output rows; warp e stages expert e's 16 rows of down codes and scales the same
  *   way. Launched with programmatic dependent launch, the copies are issued before griddepcontrol.wait,
  *   so the down weights stream in while gate_up still runs (the two blocks fit on one SM together for
@@ -77,14 +78,20 @@ struct BulkGuParams {
     uint32_t f16_magic;  /* HZ_F16_MAGIC, see hz_and_or */
 };
 
-__host__ __device__ inline uint32_t gu_smem_bytes(const BulkGuParams &p, uint32_t warps) {
-    return p.xs_bytes + 128u + warps * p.warp_bytes;
+/* warps: row tiles per block (one tile per warp when kSplit is 1); kSplit > 1 adds the parts' sums. */
+__host__ __device__ inline uint32_t gu_smem_bytes(const BulkGuParams &p, uint32_t warps, uint32_t split) {
+    return p.xs_bytes + 128u + warps * p.warp_bytes + (split > 1u ? round_up(warps * split * kGuTileRows * 8u, 128u) : 0u);
 }
 
 /* At least one block per SM (not the default's occupancy target): ptxas then keeps the lane's row
  * addresses, the thread index and the FP16 magic in registers instead of recomputing them on every
- * pass of the segment loop (213 -> 199 instructions per pass, 64 -> 66 registers; nvdisasm, sm_90). */
-__global__ void __launch_bounds__(kMaxGuWarps * 32, 1) bulk_gate_up_kernel(const __grid_constant__ BulkGuParams p) {
+ * pass of the segment loop (213 -> 199 instructions per pass, 64 -> 66 registers; nvdisasm, sm_90).
+ * kSplit warps share each row tile: warp w computes part w % kSplit of K (a run of 256-blocks, as the
+ * fused kernel splits it) of tile w / kSplit, so each warp's math after its tile has landed is 1/kSplit
+ * as long; the parts' FP32 sums are added in part order, as in the fused kernel, which then computes
+ * the same numbers. */
+template <int kSplit>
+__global__ void __launch_bounds__(kMaxGuWarps * kSplit * 32, 1) bulk_gate_up_kernel(const __grid_constant__ BulkGuParams p) {
     extern __shared__ __align__(128) uint8_t sm[];
     /* Launched with programmatic dependent launch (HZ_W4A16_PDL), the grid is placed while the kernel
      * before it (the router) still runs: the blob addresses and x are read only after the wait. The
@@ -92,18 +99,19 @@ __global__ void __launch_bounds__(kMaxGuWarps * 32, 1) bulk_gate_up_kernel(const
      * own wait: once every block of this grid has passed its wait, the router's grid has ended. */
     hz_griddep_wait();
     hz_griddep_launch_dependents();
-    const uint32_t warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
-    const uint32_t row_bytes = p.hkp / 2u, nblocks = p.hkp / HZ_QBLOCK, nseg = p.hkp / 128u;
+    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
+    const uint32_t tw = (blockDim.x >> 5) / kSplit, slot = warp / kSplit, part = warp % kSplit; /* tw tiles per block */
+    const uint32_t row_bytes = p.hkp / 2u, nblocks = p.hkp / HZ_QBLOCK;
     uint32_t *xs = reinterpret_cast<uint32_t *>(sm);
-    uint64_t *bar = reinterpret_cast<uint64_t *>(sm + p.xs_bytes) + warp;
-    uint8_t *tile = sm + p.xs_bytes + 128u + warp * p.warp_bytes;
+    uint64_t *bar = reinterpret_cast<uint64_t *>(sm + p.xs_bytes) + slot;
+    uint8_t *tile = sm + p.xs_bytes + 128u + slot * p.warp_bytes;
     uint8_t *tg = tile, *tu = tile + kGuTileRows * row_bytes, *tsg = tile + 2u * kGuTileRows * row_bytes;
     uint8_t *tsu = tsg + p.sc_bytes;
 
-    const uint32_t gw = blockIdx.x * warps + warp, e = gw / p.tiles, i0 = (gw % p.tiles) * kGuTileRows;
+    const uint32_t gw = blockIdx.x * tw + slot, e = gw / p.tiles, i0 = (gw % p.tiles) * kGuTileRows;
     const bool warp_ok = e < p.n;
     const uint32_t rows = (warp_ok && i0 < p.inter_n) ? min(kGuTileRows, p.inter_n - i0) : 0u;
-    if (lane == 0 && rows) {
+    if (part == 0 && lane == 0 && rows) {
         const uint8_t *blob = hz_blob(p.ptrs, p.blobs_dev, (int)e);
         const uint32_t cb = rows * row_bytes, sb = round_up(rows * nblocks * 2u, 16u);
         mbar_init(bar);
@@ -115,10 +123,13 @@ __global__ void __launch_bounds__(kMaxGuWarps * 32, 1) bulk_gate_up_kernel(const
     }
     hz_fill_act_records<false>(xs, p.x, 1, 0, p.hidden, p.hkp / HZ_QCHUNK);
     __syncthreads(); /* x staged; every barrier initialised before any lane waits on it */
-    if (!warp_ok) return;
+    if (kSplit == 1 && !warp_ok) return; /* (with parts, every warp reaches the barrier below) */
 
     const uint32_t g = lane >> 2, t = lane & 3u, i = i0 + g;
     const bool row_ok = g < rows;
+    /* this part's segments (two per 256-block): blocks [part * nblocks / kSplit, (part + 1) * ...) */
+    const uint32_t s0 = kSplit == 1 ? 0u : 2u * (part * nblocks / kSplit);
+    const uint32_t s1 = kSplit == 1 ? p.hkp / 128u : 2u * ((part + 1u) * nblocks / kSplit);
     float acc_g = 0.0f, acc_u = 0.0f;
     if (rows) {
         mbar_wait(bar, 0);
@@ -129,7 +140,7 @@ __global__ void __launch_bounds__(kMaxGuWarps * 32, 1) bulk_gate_up_kernel(const
         const __half *su = reinterpret_cast<const __half *>(tsu) + r * nblocks;
         float d[4][4] = {};
 #pragma unroll 2
-        for (uint32_t s = 0; s < nseg; s++) {
+        for (uint32_t s = s0; s < s1; s++) {
             const uint4 a = *reinterpret_cast<const uint4 *>(qg + 64u * s);
             const uint4 b = *reinterpret_cast<const uint4 *>(qu + 64u * s);
             uint32_t xh[16];
@@ -138,8 +149,29 @@ __global__ void __launch_bounds__(kMaxGuWarps * 32, 1) bulk_gate_up_kernel(const
             if (s & 1u) hz_mma_fold(d, __half2float(sg[s >> 1]), __half2float(su[s >> 1]), acc_g, acc_u);
         }
     }
-    if (t == 0 && i < p.ikp)
-        p.inter[(uint64_t)e * p.ikp + i] = row_ok ? __float2half_rn(hz_silu_mul(acc_g, acc_u)) : __float2half_rn(0.0f);
+    if (kSplit == 1) {
+        if (t == 0 && i < p.ikp)
+            p.inter[(uint64_t)e * p.ikp + i] = row_ok ? __float2half_rn(hz_silu_mul(acc_g, acc_u)) : __float2half_rn(0.0f);
+        return;
+    }
+    /* The parts' sums meet in shared memory: [tw][kSplit][8 rows][gate, up] */
+    float *red = reinterpret_cast<float *>(sm + p.xs_bytes + 128u + tw * p.warp_bytes);
+    if (t == 0) {
+        red[((slot * kSplit + part) * kGuTileRows + g) * 2u] = acc_g;
+        red[((slot * kSplit + part) * kGuTileRows + g) * 2u + 1u] = acc_u;
+    }
+    __syncthreads();
+    for (uint32_t idx = threadIdx.x; idx < tw * kGuTileRows; idx += blockDim.x) {
+        const uint32_t k = idx / kGuTileRows, gg = idx % kGuTileRows, tl = blockIdx.x * tw + k;
+        const uint32_t te = tl / p.tiles, ti0 = (tl % p.tiles) * kGuTileRows, ii = ti0 + gg;
+        if (te >= p.n || ii >= p.ikp) continue;
+        float gs = 0.0f, us = 0.0f;
+        for (uint32_t q = 0; q < (uint32_t)kSplit; q++) {
+            gs += red[((k * kSplit + q) * kGuTileRows + gg) * 2u];
+            us += red[((k * kSplit + q) * kGuTileRows + gg) * 2u + 1u];
+        }
+        p.inter[(uint64_t)te * p.ikp + ii] = ii < p.inter_n ? __float2half_rn(hz_silu_mul(gs, us)) : __float2half_rn(0.0f);
+    }
 }
 
 /* ---- down --------------------------------------------------------------------------------------- */
@@ -564,7 +596,7 @@ int device_info(DeviceInfo *out) {
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&di.sms, cudaDevAttrMultiProcessorCount, dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&di.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&fa, bulk_gate_up_kernel);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&fa, bulk_gate_up_kernel<1>);
     if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped (bulk)", "device query");
     di.ok = major >= 9 && fa.binaryVersion >= 90;
     g_info = di;
@@ -577,7 +609,9 @@ int device_info(DeviceInfo *out) {
  * set the same value. */
 int raise_smem_limits(const DeviceInfo &di) {
     if (g_attr_set.load(std::memory_order_acquire)) return HZ_OK;
-    cudaError_t e = cudaFuncSetAttribute(bulk_gate_up_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
+    cudaError_t e = cudaFuncSetAttribute(bulk_gate_up_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(bulk_gate_up_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute(bulk_down_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
     /* All of the SM's unified L1/shared storage as shared memory, so that a down block (PDL) fits next to
@@ -585,7 +619,10 @@ int raise_smem_limits(const DeviceInfo &di) {
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute(HZ_FUSED_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(bulk_gate_up_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+        e = cudaFuncSetAttribute(bulk_gate_up_kernel<1>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 cudaSharedmemCarveoutMaxShared);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(bulk_gate_up_kernel<2>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                  cudaSharedmemCarveoutMaxShared);
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute(bulk_down_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
@@ -610,6 +647,23 @@ bool gu_pdl_enabled() {
         on.store(v, std::memory_order_relaxed);
     }
     return v != 0;
+}
+
+/* The two-pass gate_up kernel's K split (warps per row tile): 2 unless HZ_W4A16_GU_SPLIT=1 (A/B runs);
+ * read once. OLMoE-1B-7B shape, full residency, step at positions 32-96 / ~200 / ~1024, H200,
+ * 2026-11-30, three alternating runs each: 0.642 / 0.679 / 0.732 ms with one warp per tile, 0.642 /
+ * 0.675 / 0.724 with two, and 0.678 -> 0.673 replayed back to back; the layer alone (bench_w4a16) does
+ * not change (17.2-17.3 us the pair), so the gain is in how the step's kernels share the device
+ * (doc/benchmarks.md, twenty-sixth round). */
+uint32_t gu_split() {
+    static std::atomic<int> v{-1};
+    int x = v.load(std::memory_order_relaxed);
+    if (x < 0) {
+        const char *env = getenv("HZ_W4A16_GU_SPLIT");
+        x = env && env[0] == '1' && env[1] == '\0' ? 1 : 2;
+        v.store(x, std::memory_order_relaxed);
+    }
+    return (uint32_t)x;
 }
 
 /* Blob part offsets must keep the bulk copies 16-byte aligned (they are 256-aligned by the format). */
@@ -637,13 +691,16 @@ int hz_w4a16_bulk_gate_up_launch(const hz_w4a16_args *a, void *stream) {
     const uint64_t tiles = (uint64_t)p.n * p.tiles;
     uint32_t warps = kMaxGuWarps;
     while (warps > 1 && (tiles + warps - 1) / warps < (uint64_t)di.sms / 2u) warps /= 2;
-    while (warps > 1 && gu_smem_bytes(p, warps) > (uint32_t)di.smem_optin) warps /= 2;
-    if (gu_smem_bytes(p, warps) > (uint32_t)di.smem_optin) return kHzBulkNotApplicable;
+    const uint32_t split = p.hkp / HZ_QBLOCK >= 2u ? gu_split() : 1u; /* a part needs a 256-block */
+    while (warps > 1 && gu_smem_bytes(p, warps, split) > (uint32_t)di.smem_optin) warps /= 2;
+    if (gu_smem_bytes(p, warps, split) > (uint32_t)di.smem_optin) return kHzBulkNotApplicable;
     st = raise_smem_limits(di);
     if (st != HZ_OK) return st;
-    const cudaError_t e = hz_launch_ex(bulk_gate_up_kernel, dim3((unsigned)((tiles + warps - 1) / warps)),
-                                       dim3(warps * 32u), gu_smem_bytes(p, warps), static_cast<cudaStream_t>(stream),
-                                       (a->flags & HZ_W4A16_PDL) && gu_pdl_enabled(), 0u, p);
+    const dim3 grid((unsigned)((tiles + warps - 1) / warps)), block(warps * split * 32u);
+    const bool pdl = (a->flags & HZ_W4A16_PDL) && gu_pdl_enabled();
+    const cudaStream_t cs = static_cast<cudaStream_t>(stream);
+    const cudaError_t e = split == 2u ? hz_launch_ex(bulk_gate_up_kernel<2>, grid, block, gu_smem_bytes(p, warps, 2u), cs, pdl, 0u, p)
+                                      : hz_launch_ex(bulk_gate_up_kernel<1>, grid, block, gu_smem_bytes(p, warps, 1u), cs, pdl, 0u, p);
     if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped gate_up (bulk)", "cudaLaunchKernelEx");
     return HZ_OK;
 }

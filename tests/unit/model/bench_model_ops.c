@@ -24,7 +24,8 @@
  *     non-routed kernels of one step at those shapes (each in a graph, times the layer count) to
  *     split the step into non-routed kernels and the rest (routed experts, launch gaps, host).
  *     Each mode prints a hash of the greedy tokens it produced (FNV-1a): equal hashes, equal tokens.
- *     HZ_BENCH_GRAPH_ONLY=1 times the graph mode only and skips the breakdown. HZ_BENCH_SWEEP=
+ *     HZ_BENCH_GRAPH_ONLY=1 times the graph mode only and skips the breakdown. HZ_BENCH_LAYERS=N
+ *     builds the model with N layers instead of the preset's. HZ_BENCH_SWEEP=
  *     NAME=v1,v2,... instead times the graph mode once per value, with the environment variable NAME
  *     set to it before the session (and its graph) is made: run-time knobs compared in one process
  *     on one model.
@@ -985,6 +986,13 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
             }
             last_end[l->role] = l->t1;
         }
+        /* the step's head (layer 0 up to its router) and its end, against the first launch's entry */
+        if (k == steps / 2)
+            for (uint32_t i = 0; i < m; i++)
+                if (i < 5 || ln[i].role == TL_LMHEAD)
+                    printf("    step %u, launch %u: %-12s blocks %4u  start %+8.2f  ready %+8.2f  end %+8.2f us (against the step's first entry)\n",
+                           k, i, tl_names[ln[i].role], ln[i].blocks, ((double)ln[i].t0 - (double)ln[0].t0) * 1e-3,
+                           ((double)ln[i].w0 - (double)ln[0].t0) * 1e-3, ((double)ln[i].t1 - (double)ln[0].t0) * 1e-3);
         span += (double)(ln[m - 1].t1 - ln[0].t0) * 1e-3;
         nsteps++;
     }
@@ -1024,6 +1032,17 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
     int st = hz_config_preset(qwen ? HZ_ARCH_QWEN2MOE : HZ_ARCH_OLMOE, qwen ? "qwen1.5-moe-a2.7b" : "olmoe-1b-7b", &cfg);
     if (st) return 1;
     if (experts >= cfg.top_k) cfg.experts = experts;
+    /* HZ_BENCH_LAYERS=N: the model with N layers instead of the preset's (steps of several depths
+     * split a step into a per-layer part and a fixed part: lm_head, the step's head and its end) */
+    const char *nl = getenv("HZ_BENCH_LAYERS");
+    if (nl && *nl) {
+        const long v = strtol(nl, NULL, 10);
+        if (v < 1 || v > (long)cfg.layers) {
+            printf("FAIL: HZ_BENCH_LAYERS=%s (1..%u)\n", nl, cfg.layers);
+            return 1;
+        }
+        cfg.layers = (uint32_t)v;
+    }
     const char *tmp = getenv("TMPDIR");
     char path[512];
     snprintf(path, sizeof path, "%s/hz-bench-step-%s-%d.hzq", tmp && *tmp ? tmp : "/tmp", arch, (int)getpid());
