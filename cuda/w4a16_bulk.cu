@@ -194,22 +194,30 @@ struct BulkDnParams {
 constexpr uint32_t kDnBarBytes = 256; /* one 8-byte mbarrier per expert, up to 32 experts */
 constexpr uint32_t kMaxDnWarps = 8;
 
-__host__ __device__ inline uint32_t dn_smem_bytes(const BulkDnParams &p) {
-    return kDnBarBytes + p.n * (p.act_bytes + p.tile_bytes) + p.n * kDnTileRows * 4u;
+__host__ __device__ inline uint32_t dn_smem_bytes(const BulkDnParams &p, uint32_t split) {
+    return kDnBarBytes + p.n * (p.act_bytes + p.tile_bytes) + p.n * split * kDnTileRows * 4u;
 }
 
-/* A block of min(n, 8) warps; warp w handles experts w, w + 8, ... (each with its own barrier and tile). */
-__global__ void __launch_bounds__(kMaxDnWarps * 32) bulk_down_kernel(const __grid_constant__ BulkDnParams p) {
+/* A block of min(n, 8) x kSplit warps; warps w with w / kSplit = v handle experts v, v + 8, ... (each
+ * with its own barrier and tile), warp w the part w % kSplit of K (a run of 256-blocks, as the fused
+ * kernel splits it); the parts' sums are added in part order, as in the fused kernel. With the split,
+ * two blocks' worth of registers per SM (63 per thread, none spilled; 78 without), so that a block still
+ * fits beside a gate_up block; without it, the bounds it always had (64). */
+template <int kSplit>
+__global__ void __launch_bounds__(kMaxDnWarps * kSplit * 32, kSplit == 1 ? 0 : kSplit) bulk_down_kernel(const __grid_constant__ BulkDnParams p) {
     extern __shared__ __align__(128) uint8_t sm[];
-    const uint32_t warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
-    const uint32_t row_bytes = p.ikp / 2u, nblocks = p.ikp / HZ_QBLOCK, nseg = p.ikp / 128u;
+    const uint32_t warps = (blockDim.x >> 5) / kSplit, warp = (threadIdx.x >> 5) / kSplit, lane = threadIdx.x & 31u;
+    const uint32_t part = (threadIdx.x >> 5) % kSplit;
+    const uint32_t row_bytes = p.ikp / 2u, nblocks = p.ikp / HZ_QBLOCK;
+    const uint32_t s0 = kSplit == 1 ? 0u : 2u * (part * nblocks / kSplit);
+    const uint32_t s1 = kSplit == 1 ? p.ikp / 128u : 2u * ((part + 1u) * nblocks / kSplit);
     const uint32_t j0 = blockIdx.x * kDnTileRows, rows = min(kDnTileRows, p.hidden - j0);
     uint64_t *bars = reinterpret_cast<uint64_t *>(sm);
     uint8_t *acts = sm + kDnBarBytes, *tiles = acts + p.n * p.act_bytes;
-    float *ys = reinterpret_cast<float *>(tiles + p.n * p.tile_bytes); /* [n][16] */
+    float *ys = reinterpret_cast<float *>(tiles + p.n * p.tile_bytes); /* [n][kSplit][16] */
 
     hz_griddep_launch_dependents(); /* as in the fused kernel: the next kernel waits before reading */
-    if (lane == 0) {
+    if (part == 0 && lane == 0) {
         /* The blobs are not written by the gate_up pass: this may run before griddepcontrol.wait. */
         const uint32_t cb = rows * row_bytes, sb = round_up(rows * nblocks * 2u, 16u);
         for (uint32_t e = warp; e < p.n; e += warps) {
@@ -251,7 +259,7 @@ __global__ void __launch_bounds__(kMaxDnWarps * 32) bulk_down_kernel(const __gri
         const __half *sb = reinterpret_cast<const __half *>(ts) + rb * nblocks;
         float acc_a = 0.0f, acc_b = 0.0f, d[4][4] = {};
 #pragma unroll 2
-        for (uint32_t s = 0; s < nseg; s++) {
+        for (uint32_t s = s0; s < s1; s++) {
             const uint4 a = *reinterpret_cast<const uint4 *>(qa + 64u * s);
             const uint4 b = *reinterpret_cast<const uint4 *>(qb + 64u * s);
             uint32_t xh[16];
@@ -260,15 +268,19 @@ __global__ void __launch_bounds__(kMaxDnWarps * 32) bulk_down_kernel(const __gri
             if (s & 1u) hz_mma_fold(d, __half2float(sa[s >> 1]), __half2float(sb[s >> 1]), acc_a, acc_b);
         }
         if (t == 0) {
-            ys[e * kDnTileRows + g] = acc_a;
-            ys[e * kDnTileRows + g + 8u] = acc_b;
+            ys[(e * kSplit + part) * kDnTileRows + g] = acc_a;
+            ys[(e * kSplit + part) * kDnTileRows + g + 8u] = acc_b;
         }
     }
     __syncthreads();
     if (threadIdx.x < rows) {
         const uint32_t j = j0 + threadIdx.x;
         float s = p.acc ? __ldcg(p.acc + j) : 0.0f;
-        for (uint32_t k = 0; k < p.n; k++) s = fmaf(__ldcg(p.weights + k), ys[k * kDnTileRows + threadIdx.x], s);
+        for (uint32_t k = 0; k < p.n; k++) {
+            float ye = ys[k * kSplit * kDnTileRows + threadIdx.x];
+            for (uint32_t q = 1; q < (uint32_t)kSplit; q++) ye += ys[(k * kSplit + q) * kDnTileRows + threadIdx.x];
+            s = fmaf(__ldcg(p.weights + k), ye, s);
+        }
         if (p.acc) p.acc[j] = s;
         if (p.y) p.y[j] = __float2half_rn(s);
     }
@@ -613,7 +625,9 @@ int raise_smem_limits(const DeviceInfo &di) {
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute(bulk_gate_up_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(bulk_down_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
+        e = cudaFuncSetAttribute(bulk_down_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(bulk_down_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
     /* All of the SM's unified L1/shared storage as shared memory, so that a down block (PDL) fits next to
      * a gate_up block: the driver would otherwise pick the smallest carveout that holds one block. */
     if (e == cudaSuccess)
@@ -625,7 +639,10 @@ int raise_smem_limits(const DeviceInfo &di) {
         e = cudaFuncSetAttribute(bulk_gate_up_kernel<2>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                  cudaSharedmemCarveoutMaxShared);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(bulk_down_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+        e = cudaFuncSetAttribute(bulk_down_kernel<1>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 cudaSharedmemCarveoutMaxShared);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(bulk_down_kernel<2>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                  cudaSharedmemCarveoutMaxShared);
     if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped (bulk)", "cudaFuncSetAttribute");
     g_attr_set.store(1, std::memory_order_release);
@@ -661,6 +678,22 @@ uint32_t gu_split() {
     if (x < 0) {
         const char *env = getenv("HZ_W4A16_GU_SPLIT");
         x = env && env[0] == '1' && env[1] == '\0' ? 1 : 2;
+        v.store(x, std::memory_order_relaxed);
+    }
+    return (uint32_t)x;
+}
+
+/* The two-pass down kernel's K split (warps per expert): 1 unless HZ_W4A16_DN_SPLIT=2; read once. With
+ * both splits the two-pass kernels compute the fused kernel's numbers (the same greedy tokens). OLMoE
+ * step, H200, 2026-11-30, three alternating runs: 0.645 -> 0.631 ms at positions 32-96, but 0.679 ->
+ * 0.681 at ~200 and 0.728 -> 0.730 at ~1024, where hz-bench's steps are (doc/benchmarks.md,
+ * twenty-sixth round). */
+uint32_t dn_split() {
+    static std::atomic<int> v{-1};
+    int x = v.load(std::memory_order_relaxed);
+    if (x < 0) {
+        const char *env = getenv("HZ_W4A16_DN_SPLIT");
+        x = env && env[0] == '2' && env[1] == '\0' ? 2 : 1;
         v.store(x, std::memory_order_relaxed);
     }
     return (uint32_t)x;
@@ -716,13 +749,16 @@ int hz_w4a16_bulk_down_launch(const hz_w4a16_args *a, void *stream) {
     p.act_bytes = p.ikp * 2u;
     p.sc_bytes = round_up(kDnTileRows * (p.ikp / HZ_QBLOCK) * 2u, 16u);
     p.tile_bytes = round_up(kDnTileRows * (p.ikp / 2u) + p.sc_bytes, 128u);
-    const uint32_t smem = dn_smem_bytes(p);
+    const uint32_t split = p.ikp / HZ_QBLOCK >= 2u ? dn_split() : 1u; /* a part needs a 256-block */
+    const uint32_t smem = dn_smem_bytes(p, split);
     if (smem > (uint32_t)di.smem_optin) return kHzBulkNotApplicable;
     st = raise_smem_limits(di);
     if (st != HZ_OK) return st;
-    const cudaError_t e = hz_launch_ex(bulk_down_kernel, dim3((p.hidden + kDnTileRows - 1u) / kDnTileRows),
-                                       dim3(32u * (p.n < kMaxDnWarps ? p.n : kMaxDnWarps)), smem,
-                                       static_cast<cudaStream_t>(stream), (a->flags & HZ_W4A16_PDL) != 0, 0u, p);
+    const dim3 grid((p.hidden + kDnTileRows - 1u) / kDnTileRows), block(32u * (p.n < kMaxDnWarps ? p.n : kMaxDnWarps) * split);
+    const cudaStream_t cs = static_cast<cudaStream_t>(stream);
+    const bool pdl = (a->flags & HZ_W4A16_PDL) != 0;
+    const cudaError_t e = split == 2u ? hz_launch_ex(bulk_down_kernel<2>, grid, block, smem, cs, pdl, 0u, p)
+                                      : hz_launch_ex(bulk_down_kernel<1>, grid, block, smem, cs, pdl, 0u, p);
     if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped down (bulk)", "cudaLaunchKernelEx");
     return HZ_OK;
 }
