@@ -90,14 +90,27 @@ __host__ __device__ inline uint32_t gu_smem_bytes(const BulkGuParams &p, uint32_
  * fused kernel splits it) of tile w / kSplit, so each warp's math after its tile has landed is 1/kSplit
  * as long; the parts' FP32 sums are added in part order, as in the fused kernel, which then computes
  * the same numbers. */
+/* The timeline build (HZ_TIMELINE) adds registers for its stamps; it keeps the plain build's counts, so
+ * that the same blocks share an SM as there (a down block beside a gate_up block, the next q/k/v GEMV's
+ * beside both; doc/benchmarks.md, twelfth round). */
+#ifdef HZ_TIMELINE
+#define HZ_GU_BOUNDS(split) __maxnreg__((split) == 1 ? 66 : 63)
+#define HZ_DN_BOUNDS(split) __maxnreg__((split) == 1 ? 64 : 63)
+#else
+#define HZ_GU_BOUNDS(split) __launch_bounds__(kMaxGuWarps * (split) * 32, 1)
+#define HZ_DN_BOUNDS(split) __launch_bounds__(kMaxDnWarps * (split) * 32, (split) == 1 ? 0 : (split))
+#endif
+
 template <int kSplit>
-__global__ void __launch_bounds__(kMaxGuWarps * kSplit * 32, 1) bulk_gate_up_kernel(const __grid_constant__ BulkGuParams p) {
+__global__ void HZ_GU_BOUNDS(kSplit) bulk_gate_up_kernel(const __grid_constant__ BulkGuParams p) {
     extern __shared__ __align__(128) uint8_t sm[];
+    HZ_TL_SCOPE0(HZ_TL_EXPERTS, 1, gridDim.x, 0); /* tag 1: the two-pass gate_up; mark 0: warp 0's tile in */
     /* Launched with programmatic dependent launch (HZ_W4A16_PDL), the grid is placed while the kernel
      * before it (the router) still runs: the blob addresses and x are read only after the wait. The
      * down kernel is released only after it too, since that kernel reads the blob addresses before its
      * own wait: once every block of this grid has passed its wait, the router's grid has ended. */
     hz_griddep_wait();
+    HZ_TL_WAITED();
     hz_griddep_launch_dependents();
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
     const uint32_t tw = (blockDim.x >> 5) / kSplit, slot = warp / kSplit, part = warp % kSplit; /* tw tiles per block */
@@ -133,6 +146,7 @@ __global__ void __launch_bounds__(kMaxGuWarps * kSplit * 32, 1) bulk_gate_up_ker
     float acc_g = 0.0f, acc_u = 0.0f;
     if (rows) {
         mbar_wait(bar, 0);
+        if (threadIdx.x == 0) HZ_TL_MARK(0);
         /* Lanes of rows past the end compute on row 0's data and discard it (MMA rows are independent). */
         const uint32_t r = row_ok ? g : 0u;
         const uint8_t *qg = tg + r * row_bytes + 16u * t, *qu = tu + r * row_bytes + 16u * t;
@@ -189,9 +203,13 @@ struct BulkDnParams {
     uint32_t sc_bytes;   /* scales of 16 rows, rounded to 16 */
     uint32_t tile_bytes; /* one expert's 16 code rows + scales, rounded to 128 */
     uint32_t f16_magic;  /* HZ_F16_MAGIC, see hz_and_or */
+    uint32_t inter_tma;  /* the intermediate staged by one bulk copy (16-byte aligned), else by loads */
 };
 
-constexpr uint32_t kDnBarBytes = 256; /* one 8-byte mbarrier per expert, up to 32 experts */
+/* One 8-byte mbarrier per expert, up to 32 experts, then the intermediate's (kDnInterBar); 128 bytes
+ * more keep what follows 128-byte aligned, as before. */
+constexpr uint32_t kDnInterBar = 32;
+constexpr uint32_t kDnBarBytes = 384;
 constexpr uint32_t kMaxDnWarps = 8;
 
 __host__ __device__ inline uint32_t dn_smem_bytes(const BulkDnParams &p, uint32_t split) {
@@ -204,7 +222,7 @@ __host__ __device__ inline uint32_t dn_smem_bytes(const BulkDnParams &p, uint32_
  * two blocks' worth of registers per SM (63 per thread, none spilled; 78 without), so that a block still
  * fits beside a gate_up block; without it, the bounds it always had (64). */
 template <int kSplit>
-__global__ void __launch_bounds__(kMaxDnWarps * kSplit * 32, kSplit == 1 ? 0 : kSplit) bulk_down_kernel(const __grid_constant__ BulkDnParams p) {
+__global__ void HZ_DN_BOUNDS(kSplit) bulk_down_kernel(const __grid_constant__ BulkDnParams p) {
     extern __shared__ __align__(128) uint8_t sm[];
     const uint32_t warps = (blockDim.x >> 5) / kSplit, warp = (threadIdx.x >> 5) / kSplit, lane = threadIdx.x & 31u;
     const uint32_t part = (threadIdx.x >> 5) % kSplit;
@@ -216,6 +234,7 @@ __global__ void __launch_bounds__(kMaxDnWarps * kSplit * 32, kSplit == 1 ? 0 : k
     uint8_t *acts = sm + kDnBarBytes, *tiles = acts + p.n * p.act_bytes;
     float *ys = reinterpret_cast<float *>(tiles + p.n * p.tile_bytes); /* [n][kSplit][16] */
 
+    HZ_TL_SCOPE0(HZ_TL_EXPERTS, 2, gridDim.x, 0); /* tag 2: the two-pass down; marks 0, 1: staged, summed */
     hz_griddep_launch_dependents(); /* as in the fused kernel: the next kernel waits before reading */
     if (part == 0 && lane == 0) {
         /* The blobs are not written by the gate_up pass: this may run before griddepcontrol.wait. */
@@ -231,12 +250,35 @@ __global__ void __launch_bounds__(kMaxDnWarps * kSplit * 32, kSplit == 1 ? 0 : k
     }
     /* Everything below reads what the gate_up pass wrote (the intermediate) or what came before it. */
     hz_griddep_wait();
-    {
-        /* Staged in the expansion's pair order, one 32-value chunk per thread: each chunk is permuted
-         * once here instead of by the eight lanes that read it in the loop below. */
+    HZ_TL_WAITED();
+    /* The intermediate, staged in the expansion's pair order: each 32-value chunk is permuted once here
+     * instead of by the eight lanes that read it in the loop below. */
+    const uint32_t chunks = p.n * (p.ikp / 32u); /* act_bytes == 2 * ikp: 64 bytes per chunk */
+    if (p.inter_tma) {
+        /* One bulk copy, then each thread permutes its chunks in place. The loads that stage it
+         * otherwise wait behind the first weight rows that the next q/k/v GEMV's blocks on this SM
+         * have in flight by then (kernel timeline, OLMoE step, H200: staged 2.4 us after the wait);
+         * the bulk-copy engine's requests do not go through that queue. */
+        uint64_t *ibar = bars + kDnInterBar;
+        if (threadIdx.x == 0) {
+            mbar_init(ibar);
+            mbar_expect(ibar, chunks * 64u);
+            bulk_copy(acts, p.inter, chunks * 64u, ibar);
+        }
+        __syncthreads(); /* the barrier initialised before any thread waits on it */
+        mbar_wait(ibar, 0);
+        uint4 *a4 = reinterpret_cast<uint4 *>(acts);
+        for (uint32_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+            uint32_t wv[16], xh[16];
+            chunk_words<false>(a4 + 4u * c, wv);
+            hz_pairs_from_words(wv, xh);
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                a4[4u * c + (uint32_t)i] = make_uint4(xh[4 * i], xh[4 * i + 1], xh[4 * i + 2], xh[4 * i + 3]);
+        }
+    } else {
         const uint4 *src = reinterpret_cast<const uint4 *>(p.inter);
         uint4 *dst = reinterpret_cast<uint4 *>(acts);
-        const uint32_t chunks = p.n * (p.ikp / 32u); /* act_bytes == 2 * ikp: 64 bytes per chunk */
         for (uint32_t c = threadIdx.x; c < chunks; c += blockDim.x) {
             uint32_t wv[16], xh[16];
             chunk_words<true>(src + 4u * c, wv);
@@ -247,6 +289,7 @@ __global__ void __launch_bounds__(kMaxDnWarps * kSplit * 32, kSplit == 1 ? 0 : k
         }
     }
     __syncthreads(); /* barriers initialised; the intermediate of every expert staged */
+    if (threadIdx.x == 0) HZ_TL_MARK(0);
 
     const uint32_t g = lane >> 2, t = lane & 3u;
     const uint32_t ra = g < rows ? g : 0u, rb = g + 8u < rows ? g + 8u : 0u;
@@ -273,6 +316,7 @@ __global__ void __launch_bounds__(kMaxDnWarps * kSplit * 32, kSplit == 1 ? 0 : k
         }
     }
     __syncthreads();
+    if (threadIdx.x == 0) HZ_TL_MARK(1);
     if (threadIdx.x < rows) {
         const uint32_t j = j0 + threadIdx.x;
         float s = p.acc ? __ldcg(p.acc + j) : 0.0f;
@@ -699,6 +743,18 @@ uint32_t dn_split() {
     return (uint32_t)x;
 }
 
+/* The down kernel's intermediate staged by one bulk copy unless HZ_W4A16_DN_TMA=0 (A/B runs); read once. */
+bool dn_tma_enabled() {
+    static std::atomic<int> on{-1};
+    int v = on.load(std::memory_order_relaxed);
+    if (v < 0) {
+        const char *env = getenv("HZ_W4A16_DN_TMA");
+        v = !(env && env[0] == '0' && env[1] == '\0');
+        on.store(v, std::memory_order_relaxed);
+    }
+    return v != 0;
+}
+
 /* Blob part offsets must keep the bulk copies 16-byte aligned (they are 256-aligned by the format). */
 bool layout_aligned(const hz_expert_layout *l) {
     return ((l->gate_q | l->gate_s | l->up_q | l->up_s | l->down_q | l->down_s) & 15u) == 0;
@@ -746,6 +802,7 @@ int hz_w4a16_bulk_down_launch(const hz_w4a16_args *a, void *stream) {
     if (!di.ok || !layout_aligned(l) || a->n > 32u) return kHzBulkNotApplicable;
     BulkDnParams p;
     hz_fill_down_params(a, p);
+    p.inter_tma = ((uintptr_t)p.inter & 15u) == 0 && dn_tma_enabled();
     p.act_bytes = p.ikp * 2u;
     p.sc_bytes = round_up(kDnTileRows * (p.ikp / HZ_QBLOCK) * 2u, 16u);
     p.tile_bytes = round_up(kDnTileRows * (p.ikp / 2u) + p.sc_bytes, 128u);

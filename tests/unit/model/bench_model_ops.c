@@ -829,9 +829,10 @@ static double time_replays(hz_session *s, uint32_t n, int32_t tok) {
 #ifdef HZ_TIMELINE
 /* ---- kernel timeline of whole steps (built with -Dtimeline=true) ---------------------------------------- */
 
-enum { TL_QKV, TL_ATTN, TL_O, TL_ROUTER, TL_ROUTE, TL_EXPERTS, TL_SHDOWN, TL_LMHEAD, TL_ROLES };
-static const char *const tl_names[TL_ROLES] = {"qkv GEMV", "attention", "o GEMV", "router GEMV", "route",
-                                               "experts", "shared down", "lm_head"};
+/* experts: the fused kernel (timeline tag 0); gate_up and down: the two-pass kernels (tags 1 and 2) */
+enum { TL_QKV, TL_ATTN, TL_O, TL_ROUTER, TL_ROUTE, TL_EXPERTS, TL_GU, TL_DN, TL_SHDOWN, TL_LMHEAD, TL_ROLES };
+static const char *const tl_names[TL_ROLES] = {"qkv GEMV", "attention", "o GEMV",  "router GEMV", "route",
+                                               "experts",  "gate_up",   "down",    "shared down", "lm_head"};
 
 typedef struct {
     uint32_t kind, info, info2, blocks, role;
@@ -855,7 +856,7 @@ static int tl_cmp_launch(const void *x, const void *y) {
 
 static uint32_t tl_role(const tl_launch *l, const hz_model_config *c) {
     if (l->kind == HZ_TL_ATTN) return TL_ATTN;
-    if (l->kind == HZ_TL_EXPERTS) return TL_EXPERTS;
+    if (l->kind == HZ_TL_EXPERTS) return l->tag == 1 ? TL_GU : l->tag == 2 ? TL_DN : TL_EXPERTS;
     if (l->kind == HZ_TL_ROUTE) return TL_ROUTE; /* the router tail as its own kernel (OLMoE) */
     if (l->info == c->vocab) return TL_LMHEAD;
     if (c->shared_inter && l->info2 == c->shared_inter) return TL_SHDOWN;
@@ -939,7 +940,8 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
             const tl_launch *l = &ln[i];
             /* what the launch waits for: the previous kernel of the chain; q/k/v and lm_head wait for
              * the layer's MoE output, the routed experts and (Qwen) the shared down */
-            const uint64_t moe_end = last_end[TL_EXPERTS] > last_end[TL_SHDOWN] ? last_end[TL_EXPERTS] : last_end[TL_SHDOWN];
+            uint64_t moe_end = last_end[TL_EXPERTS] > last_end[TL_SHDOWN] ? last_end[TL_EXPERTS] : last_end[TL_SHDOWN];
+            if (last_end[TL_DN] > moe_end) moe_end = last_end[TL_DN];
             uint64_t dep = moe_end;
             switch (l->role) {
             case TL_ATTN: dep = last_end[TL_QKV]; break;
@@ -947,8 +949,10 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
             case TL_ROUTER: dep = last_end[TL_O]; break;
             case TL_ROUTE: dep = last_end[TL_ROUTER]; break;
             case TL_EXPERTS: /* after the route kernel where the layer has one (it ends after its router) */
+            case TL_GU:
                 dep = last_end[TL_ROUTE] > last_end[TL_ROUTER] ? last_end[TL_ROUTE] : last_end[TL_ROUTER];
                 break;
+            case TL_DN: dep = last_end[TL_GU]; break;
             case TL_SHDOWN: dep = last_end[TL_ROUTER]; break;
             default: break; /* TL_QKV, TL_LMHEAD */
             }
@@ -989,7 +993,7 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
         /* the step's head (layer 0 up to its router) and its end, against the first launch's entry */
         if (k == steps / 2)
             for (uint32_t i = 0; i < m; i++)
-                if (i < 5 || ln[i].role == TL_LMHEAD)
+                if (i < 7 || ln[i].role == TL_LMHEAD)
                     printf("    step %u, launch %u: %-12s blocks %4u  start %+8.2f  ready %+8.2f  end %+8.2f us (against the step's first entry)\n",
                            k, i, tl_names[ln[i].role], ln[i].blocks, ((double)ln[i].t0 - (double)ln[0].t0) * 1e-3,
                            ((double)ln[i].w0 - (double)ln[0].t0) * 1e-3, ((double)ln[i].t1 - (double)ln[0].t0) * 1e-3);
