@@ -19,6 +19,7 @@
  * of 16 bytes, as the bulk copy requires. */
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <cooperative_groups.h>
 
 #include "launch.cuh"
@@ -694,65 +695,52 @@ int raise_smem_limits(const DeviceInfo &di) {
 }
 
 
+/* A run-time knob for A/B runs, read once per process: `when` if the environment variable `name` is
+ * `value`, else `otherwise` (both >= 0). Two threads racing here read the same environment. */
+int knob_once(std::atomic<int> &cache, const char *name, const char *value, int when, int otherwise) {
+    int v = cache.load(std::memory_order_relaxed);
+    if (v < 0) {
+        const char *env = getenv(name);
+        v = env && strcmp(env, value) == 0 ? when : otherwise;
+        cache.store(v, std::memory_order_relaxed);
+    }
+    return v;
+}
+
 /* The two-pass gate_up kernel takes programmatic dependent launch when the caller asks for it: placed
  * while the router still runs, it starts its copies as soon as the routing is known (OLMoE-1B-7B shape,
  * full residency, step at positions 32-96 / ~200 / ~1024, H200, 2026-11-30: 0.667 / 0.704 / 0.770 ->
  * 0.662 / 0.699 / 0.763 ms; doc/benchmarks.md, seventeenth round). HZ_W4A16_GU_PDL=0 launches it
- * without (A/B runs); read once. */
+ * without (A/B runs). */
 bool gu_pdl_enabled() {
-    static std::atomic<int> on{-1};
-    int v = on.load(std::memory_order_relaxed);
-    if (v < 0) {
-        const char *env = getenv("HZ_W4A16_GU_PDL");
-        v = !(env && env[0] == '0' && env[1] == '\0');
-        on.store(v, std::memory_order_relaxed);
-    }
-    return v != 0;
+    static std::atomic<int> cache{-1};
+    return knob_once(cache, "HZ_W4A16_GU_PDL", "0", 0, 1) != 0;
 }
 
-/* The two-pass gate_up kernel's K split (warps per row tile): 2 unless HZ_W4A16_GU_SPLIT=1 (A/B runs);
- * read once. OLMoE-1B-7B shape, full residency, step at positions 32-96 / ~200 / ~1024, H200,
- * 2026-11-30, three alternating runs each: 0.642 / 0.679 / 0.732 ms with one warp per tile, 0.642 /
- * 0.675 / 0.724 with two, and 0.678 -> 0.673 replayed back to back; the layer alone (bench_w4a16) does
- * not change (17.2-17.3 us the pair), so the gain is in how the step's kernels share the device
+/* The two-pass gate_up kernel's K split (warps per row tile): 2 unless HZ_W4A16_GU_SPLIT=1 (A/B runs).
+ * OLMoE-1B-7B shape, full residency, step at positions 32-96 / ~200 / ~1024, H200, 2026-11-30, three
+ * alternating runs each: 0.642 / 0.679 / 0.732 ms with one warp per tile, 0.642 / 0.675 / 0.724 with
+ * two, and 0.678 -> 0.673 replayed back to back; the layer alone (bench_w4a16) does not change
+ * (17.2-17.3 us the pair), so the gain is in how the step's kernels share the device
  * (doc/benchmarks.md, twenty-sixth round). */
 uint32_t gu_split() {
-    static std::atomic<int> v{-1};
-    int x = v.load(std::memory_order_relaxed);
-    if (x < 0) {
-        const char *env = getenv("HZ_W4A16_GU_SPLIT");
-        x = env && env[0] == '1' && env[1] == '\0' ? 1 : 2;
-        v.store(x, std::memory_order_relaxed);
-    }
-    return (uint32_t)x;
+    static std::atomic<int> cache{-1};
+    return (uint32_t)knob_once(cache, "HZ_W4A16_GU_SPLIT", "1", 1, 2);
 }
 
-/* The two-pass down kernel's K split (warps per expert): 1 unless HZ_W4A16_DN_SPLIT=2; read once. With
- * both splits the two-pass kernels compute the fused kernel's numbers (the same greedy tokens). OLMoE
- * step, H200, 2026-11-30, three alternating runs: 0.645 -> 0.631 ms at positions 32-96, but 0.679 ->
- * 0.681 at ~200 and 0.728 -> 0.730 at ~1024, where hz-bench's steps are (doc/benchmarks.md,
- * twenty-sixth round). */
+/* The two-pass down kernel's K split (warps per expert): 1 unless HZ_W4A16_DN_SPLIT=2. With both splits
+ * the two-pass kernels compute the fused kernel's numbers (the same greedy tokens). OLMoE step, H200,
+ * 2026-11-30, three alternating runs: 0.645 -> 0.631 ms at positions 32-96, but 0.679 -> 0.681 at ~200
+ * and 0.728 -> 0.730 at ~1024, where hz-bench's steps are (doc/benchmarks.md, twenty-sixth round). */
 uint32_t dn_split() {
-    static std::atomic<int> v{-1};
-    int x = v.load(std::memory_order_relaxed);
-    if (x < 0) {
-        const char *env = getenv("HZ_W4A16_DN_SPLIT");
-        x = env && env[0] == '2' && env[1] == '\0' ? 2 : 1;
-        v.store(x, std::memory_order_relaxed);
-    }
-    return (uint32_t)x;
+    static std::atomic<int> cache{-1};
+    return (uint32_t)knob_once(cache, "HZ_W4A16_DN_SPLIT", "2", 2, 1);
 }
 
-/* The down kernel's intermediate staged by one bulk copy unless HZ_W4A16_DN_TMA=0 (A/B runs); read once. */
+/* The down kernel's intermediate staged by one bulk copy unless HZ_W4A16_DN_TMA=0 (A/B runs). */
 bool dn_tma_enabled() {
-    static std::atomic<int> on{-1};
-    int v = on.load(std::memory_order_relaxed);
-    if (v < 0) {
-        const char *env = getenv("HZ_W4A16_DN_TMA");
-        v = !(env && env[0] == '0' && env[1] == '\0');
-        on.store(v, std::memory_order_relaxed);
-    }
-    return v != 0;
+    static std::atomic<int> cache{-1};
+    return knob_once(cache, "HZ_W4A16_DN_TMA", "0", 0, 1) != 0;
 }
 
 /* Blob part offsets must keep the bulk copies 16-byte aligned (they are 256-aligned by the format). */
