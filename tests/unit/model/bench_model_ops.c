@@ -972,9 +972,9 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
                 for (int q = 0; q < 3; q++)
                     sum[l->role][4 + q] += l->m[q] ? ((double)l->m[q] - (double)l->w0) * 1e-3 : 0.0;
                 cnt[l->role]++;
-                /* GEMV blocks that entered before the dependency ended (placed early) and after it:
+                /* GEMV and expert-kernel blocks that entered before the dependency ended (placed early) and after it:
                  * entry, wait, prologue end, exit against dep; prologue and rows as durations */
-                for (uint32_t b = 0; l->kind == HZ_TL_GEMV && b < l->blocks; b++) {
+                for (uint32_t b = 0; (l->kind == HZ_TL_GEMV || l->kind == HZ_TL_EXPERTS) && b < l->blocks; b++) {
                     const hz_tl_rec *q = &rec[l->first + b];
                     const int late = q->t_entry >= dep;
                     const double w = (double)(q->t_wait ? q->t_wait : q->t_entry), m0 = (double)q->t_mark[0];
@@ -1014,7 +1014,8 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
     }
     printf("    main-stream chain per layer (sum of end-dep): %.2f us; step span %.1f us\n", chain,
            nsteps ? span / nsteps : 0.0);
-    printf("  GEMV blocks placed before / after their dependency ended, means per block against it (us):\n");
+    printf("  GEMV and expert-kernel blocks placed before / after their dependency ended, means per block against it\n"
+           "  (us; prologue@: a GEMV's x built, gate_up's warp 0 tile in, down's intermediate staged):\n");
     printf("    %-12s %-6s %8s %9s %9s %9s %9s %9s %9s\n", "role", "blocks", "per", "entry", "ready", "prologue@",
            "exit", "prologue", "rows");
     for (int r = 0; r < TL_ROLES; r++)
