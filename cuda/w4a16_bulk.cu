@@ -84,13 +84,6 @@ __host__ __device__ inline uint32_t gu_smem_bytes(const BulkGuParams &p, uint32_
     return p.xs_bytes + 128u + warps * p.warp_bytes + (split > 1u ? round_up(warps * split * kGuTileRows * 8u, 128u) : 0u);
 }
 
-/* At least one block per SM (not the default's occupancy target): ptxas then keeps the lane's row
- * addresses, the thread index and the FP16 magic in registers instead of recomputing them on every
- * pass of the segment loop (213 -> 199 instructions per pass, 64 -> 66 registers; nvdisasm, sm_90).
- * kSplit warps share each row tile: warp w computes part w % kSplit of K (a run of 256-blocks, as the
- * fused kernel splits it) of tile w / kSplit, so each warp's math after its tile has landed is 1/kSplit
- * as long; the parts' FP32 sums are added in part order, as in the fused kernel, which then computes
- * the same numbers. */
 /* The timeline build (HZ_TIMELINE) adds registers for its stamps; it keeps the plain build's counts, so
  * that the same blocks share an SM as there (a down block beside a gate_up block, the next q/k/v GEMV's
  * beside both; doc/benchmarks.md, twelfth round). */
@@ -102,6 +95,13 @@ __host__ __device__ inline uint32_t gu_smem_bytes(const BulkGuParams &p, uint32_
 #define HZ_DN_BOUNDS(split) __launch_bounds__(kMaxDnWarps * (split) * 32, (split) == 1 ? 0 : (split))
 #endif
 
+/* At least one block per SM (not the default's occupancy target): ptxas then keeps the lane's row
+ * addresses, the thread index and the FP16 magic in registers instead of recomputing them on every
+ * pass of the segment loop (213 -> 199 instructions per pass, 64 -> 66 registers; nvdisasm, sm_90).
+ * kSplit warps share each row tile: warp w computes part w % kSplit of K (a run of 256-blocks, as the
+ * fused kernel splits it) of tile w / kSplit, so each warp's math after its tile has landed is 1/kSplit
+ * as long; the parts' FP32 sums are added in part order, as in the fused kernel, which then computes
+ * the same numbers. */
 template <int kSplit>
 __global__ void HZ_GU_BOUNDS(kSplit) bulk_gate_up_kernel(const __grid_constant__ BulkGuParams p) {
     extern __shared__ __align__(128) uint8_t sm[];
