@@ -141,7 +141,9 @@ __global__ void HZ_GU_BOUNDS(kSplit) bulk_gate_up_kernel(const __grid_constant__
 
     const uint32_t g = lane >> 2, t = lane & 3u, i = i0 + g;
     const bool row_ok = g < rows;
-    /* this part's segments (two per 256-block): blocks [part * nblocks / kSplit, (part + 1) * ...) */
+    /* this part's segments (two per 256-block): blocks [part * nblocks / kSplit, (part + 1) * ...);
+     * unsplit, the bounds written as before (hkp / 128 == 2 * nblocks), which keeps ptxas's register
+     * allocation of that kernel (66) */
     const uint32_t s0 = kSplit == 1 ? 0u : 2u * (part * nblocks / kSplit);
     const uint32_t s1 = kSplit == 1 ? p.hkp / 128u : 2u * ((part + 1u) * nblocks / kSplit);
     float acc_g = 0.0f, acc_u = 0.0f;
@@ -228,6 +230,7 @@ __global__ void HZ_DN_BOUNDS(kSplit) bulk_down_kernel(const __grid_constant__ Bu
     const uint32_t warps = (blockDim.x >> 5) / kSplit, warp = (threadIdx.x >> 5) / kSplit, lane = threadIdx.x & 31u;
     const uint32_t part = (threadIdx.x >> 5) % kSplit;
     const uint32_t row_bytes = p.ikp / 2u, nblocks = p.ikp / HZ_QBLOCK;
+    /* as in the gate_up kernel: unsplit, the bounds written as before */
     const uint32_t s0 = kSplit == 1 ? 0u : 2u * (part * nblocks / kSplit);
     const uint32_t s1 = kSplit == 1 ? p.ikp / 128u : 2u * ((part + 1u) * nblocks / kSplit);
     const uint32_t j0 = blockIdx.x * kDnTileRows, rows = min(kDnTileRows, p.hidden - j0);
@@ -256,10 +259,10 @@ __global__ void HZ_DN_BOUNDS(kSplit) bulk_down_kernel(const __grid_constant__ Bu
      * instead of by the eight lanes that read it in the loop below. */
     const uint32_t chunks = p.n * (p.ikp / 32u); /* act_bytes == 2 * ikp: 64 bytes per chunk */
     if (p.inter_tma) {
-        /* One bulk copy, then each thread permutes its chunks in place. The loads that stage it
-         * otherwise wait behind the first weight rows that the next q/k/v GEMV's blocks on this SM
-         * have in flight by then (kernel timeline, OLMoE step, H200: staged 2.4 us after the wait);
-         * the bulk-copy engine's requests do not go through that queue. */
+        /* One bulk copy, then each thread permutes its chunks in place. Tried because loads wait
+         * behind what their SM already asked for (the next q/k/v GEMV's first rows, by then); the
+         * OLMoE step got 0.4% faster (H200, 2026-11-30), though the last block's staging ended only
+         * 0.14 us earlier in the kernel timeline (doc/benchmarks.md, twenty-sixth round). */
         uint64_t *ibar = bars + kDnInterBar;
         if (threadIdx.x == 0) {
             mbar_init(ibar);
