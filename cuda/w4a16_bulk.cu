@@ -130,10 +130,10 @@ __global__ void HZ_GU_BOUNDS(kSplit) bulk_gate_up_kernel(const __grid_constant__
         const uint32_t cb = rows * row_bytes, sb = round_up(rows * nblocks * 2u, 16u);
         mbar_init(bar);
         mbar_expect(bar, 2u * cb + 2u * sb);
-        bulk_copy(tg, blob + p.gate_q + (uint64_t)i0 * row_bytes, cb, bar);
-        bulk_copy(tu, blob + p.up_q + (uint64_t)i0 * row_bytes, cb, bar);
-        bulk_copy(tsg, blob + p.gate_s + (uint64_t)i0 * nblocks * 2u, sb, bar);
-        bulk_copy(tsu, blob + p.up_s + (uint64_t)i0 * nblocks * 2u, sb, bar);
+        bulk_copy_stream(tg, blob + p.gate_q + (uint64_t)i0 * row_bytes, cb, bar);
+        bulk_copy_stream(tu, blob + p.up_q + (uint64_t)i0 * row_bytes, cb, bar);
+        bulk_copy_stream(tsg, blob + p.gate_s + (uint64_t)i0 * nblocks * 2u, sb, bar);
+        bulk_copy_stream(tsu, blob + p.up_s + (uint64_t)i0 * nblocks * 2u, sb, bar);
     }
     hz_fill_act_records<false>(xs, p.x, 1, 0, p.hidden, p.hkp / HZ_QCHUNK);
     __syncthreads(); /* x staged; every barrier initialised before any lane waits on it */
@@ -248,8 +248,8 @@ __global__ void HZ_DN_BOUNDS(kSplit) bulk_down_kernel(const __grid_constant__ Bu
             uint8_t *tile = tiles + e * p.tile_bytes;
             mbar_init(&bars[e]);
             mbar_expect(&bars[e], cb + sb);
-            bulk_copy(tile, blob + p.down_q + (uint64_t)j0 * row_bytes, cb, &bars[e]);
-            bulk_copy(tile + kDnTileRows * row_bytes, blob + p.down_s + (uint64_t)j0 * nblocks * 2u, sb, &bars[e]);
+            bulk_copy_stream(tile, blob + p.down_q + (uint64_t)j0 * row_bytes, cb, &bars[e]);
+            bulk_copy_stream(tile + kDnTileRows * row_bytes, blob + p.down_s + (uint64_t)j0 * nblocks * 2u, sb, &bars[e]);
         }
     }
     /* Everything below reads what the gate_up pass wrote (the intermediate) or what came before it. */
