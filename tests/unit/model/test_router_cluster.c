@@ -6,7 +6,8 @@
  * For router shapes that cover one row per block (8 experts: a cluster of 8 blocks with one row each),
  * OLMoE-1B-7B's 64 x 2048, rows that do not divide by the 8 blocks, several rows per warp (256), a
  * width that is not a multiple of 8 values (the scalar path), with and without the device row table,
- * top-k renormalised or not, with and without programmatic dependent launch, the test checks that the
+ * top-k renormalised or not, with and without programmatic dependent launch, and with router rows repeated so
+ * that the logits tie in groups (the top-k then rests on the lowest-id rule alone), the test checks that the
  * logits, h_out, x_out, the chosen ids, weights and row addresses are bit-identical, that the
  * accumulators were zeroed, and that the ids and weights are those the host's router (forward.c's
  * order: softmax, the K largest with ties to the lower id) picks from the same logits. Inputs are fresh random values per shape; outputs start poisoned. It also
@@ -99,6 +100,7 @@ static void host_route(const uint16_t *lg, uint32_t E, uint32_t K, int norm, uin
 typedef struct {
     uint32_t E, in, K;
     int table, norm_topk, pdl;
+    uint32_t ties; /* > 0: router row e is row e % ties, so the logits tie in groups (exactly: same row, same adds) */
 } shape;
 
 /* Copies n bytes of two device buffers back and compares them; names the first difference. */
@@ -127,6 +129,9 @@ static void check_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t 
     bufs r[2] = {{0}};
     void *table = NULL;
     int ok = w && h_in && dlt && norm_w && table_h && !dev_alloc(&table, E * sizeof(void *));
+    for (uint32_t e = sh->ties; ok && sh->ties && e < E; e++)
+        ok = cudaMemcpy(w + (size_t)e * in, w + (size_t)(e % sh->ties) * in, in * 2u, cudaMemcpyDeviceToDevice) ==
+             cudaSuccess;
     for (uint32_t e = 0; ok && e < E; e++) table_h[e] = (const void *)(uintptr_t)(0x10000u + 4096u * (e * 7u % E));
     if (ok) ok = cudaMemcpy(table, table_h, E * sizeof(void *), cudaMemcpyHostToDevice) == cudaSuccess;
     for (int k = 0; k < 2 && ok; k++) {
@@ -226,9 +231,9 @@ static void check_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t 
     free(ids);
     free(lg);
     if (ok)
-        printf("router cluster: E %3u in %4u top-%u table %d norm %d pdl %d: logits, h, x, ids, weights%s "
+        printf("router cluster: E %3u in %4u top-%u table %d norm %d pdl %d%s: logits, h, x, ids, weights%s "
                "bit-identical to GEMV + route\n",
-               E, in, K, sh->table, sh->norm_topk, sh->pdl, sh->table ? ", rows" : "");
+               E, in, K, sh->table, sh->norm_topk, sh->pdl, sh->ties ? " (tied logits)" : "", sh->table ? ", rows" : "");
 out:
     for (int k = 0; k < 2; k++) {
         cudaFree(r[k].y), cudaFree(r[k].h_out), cudaFree(r[k].x_out), cudaFree(r[k].zero);
@@ -303,14 +308,19 @@ int main(void) {
         return 77;
     }
     static const shape shapes[] = {
-        {8, 256, 2, 1, 0, 1},    /* tiny OLMoE: 8 blocks of one row each */
-        {64, 2048, 8, 1, 0, 1},  /* OLMoE-1B-7B */
-        {64, 2048, 8, 0, 1, 0},  /* no table, renormalised, no PDL */
-        {60, 2048, 4, 1, 0, 1},  /* Qwen1.5-MoE's 60 experts: runs of 8, the last of 4 */
-        {100, 1000, 6, 1, 1, 1}, /* runs of 13; a width that leaves a partial batch */
-        {256, 512, 8, 1, 0, 1},  /* four rows per warp */
-        {33, 2050, 3, 1, 0, 1},  /* a width that is not a multiple of 8: the scalar path */
-        {3, 64, 1, 0, 0, 0},     /* fewer rows than 8: a cluster of 3 */
+        {8, 256, 2, 1, 0, 1, 0},    /* tiny OLMoE: 8 blocks of one row each */
+        {64, 2048, 8, 1, 0, 1, 0},  /* OLMoE-1B-7B */
+        {64, 2048, 8, 0, 1, 0, 0},  /* no table, renormalised, no PDL */
+        {60, 2048, 4, 1, 0, 1, 0},  /* Qwen1.5-MoE's 60 experts: runs of 8, the last of 4 */
+        {100, 1000, 6, 1, 1, 1, 0}, /* runs of 13; a width that leaves a partial batch */
+        {256, 512, 8, 1, 0, 1, 0},  /* four rows per warp */
+        {33, 2050, 3, 1, 0, 1, 0},  /* a width that is not a multiple of 8: the scalar path */
+        {3, 64, 1, 0, 0, 0, 0},     /* fewer rows than 8: a cluster of 3 */
+        /* tied logits (rows repeated): the K come from the best group, lowest ids first */
+        {64, 2048, 8, 1, 0, 1, 3},  /* OLMoE: three values, 21 or 22 experts each */
+        {60, 2048, 4, 0, 1, 1, 1},  /* all tied, renormalised: four equal weights */
+        {33, 2050, 3, 1, 0, 1, 5},  /* the scalar sum (E not a multiple of 4) */
+        {256, 512, 8, 1, 1, 1, 16}, /* sixteen experts per value */
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shape(&shapes[i], &dev, stream);
     check_refusals(&dev, stream);
