@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(kGemvThreads) router_cluster_kernel(const __gr
     extern __shared__ __align__(16) uint16_t xs[]; /* x: [in rounded up to 8] */
     __shared__ float red[kWarp + 1];
     __shared__ SharedLogit lg[HZ_DECODE_CLUSTER_ROWS]; /* block 0: every row's logit */
-    __shared__ __align__(16) float prob[4 * HZ_DECODE_CLUSTER_ROWS]; /* route_block: 4 x E floats */
+    __shared__ float prob[2 * HZ_DECODE_CLUSTER_ROWS];
     __shared__ const void *tab[HZ_DECODE_CLUSTER_ROWS];
     HZ_TL_SCOPE(HZ_TL_GEMV, a.seg[0].w, a.seg[0].rows, a.in);
     cluster_arrive_relaxed();

@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(kAttnThreads)
 __global__ void __launch_bounds__(kRouteThreads)
     route_kernel(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out, float *w_out,
                  const void *const *table, const void **rows_out) {
-    __shared__ __align__(16) float p[4 * kRouteMaxExperts]; /* route_block: 4 x E floats */
+    __shared__ float p[2 * kRouteMaxExperts];
     __shared__ const void *tab[kRouteMaxExperts];
     HZ_TL_SCOPE(HZ_TL_ROUTE, logits, E, 0);
     if (table)

@@ -202,57 +202,32 @@ __device__ __forceinline__ void route_rank(const float *p, float scale, uint32_t
     }
 }
 
-/* The block router's ranking keys. A probability's key (route_key, then -0 as +0) as an unsigned
- * integer in the same order, above it the complement of the expert id: key_o > key_e exactly when
- * expert o ranks above expert e in route_count_above's order (a larger key, or an equal one with a
- * lower id), so a rank is one 64-bit compare per pair. Comparing (product, NaN test, two float compares
- * and the id test) per pair made the ranking about 1,500 cycles of the router cluster's 3,800-cycle
- * routing at 64 experts (clock64 per step, H200, 2026-11-30). */
-__device__ __forceinline__ uint64_t route_rank_key(float v, uint32_t e) {
-    const uint32_t b = __float_as_uint(route_key(v) + 0.0f);
-    const uint32_t ord = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-    return (uint64_t)ord << 32 | (uint64_t)~e;
-}
-
-/* Sum of E >= 4 values in order (E a multiple of 4, p 16-byte aligned), 16 values loaded ahead of
- * the adds of the 16 before them: the same adds in the same order as route_inv_sum's. */
-__device__ __forceinline__ float route_sum_ordered4(const float *p, uint32_t E) {
-    const float4 *p4 = reinterpret_cast<const float4 *>(p);
-    const uint32_t n4 = E / 4u;
-    float4 cur[4], nxt[4];
-#pragma unroll
-    for (uint32_t u = 0; u < 4u; u++) cur[u] = u < n4 ? p4[u] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    float sum = 0.0f;
-    for (uint32_t i = 0; i < n4; i += 4u) {
-#pragma unroll
-        for (uint32_t u = 0; u < 4u; u++)
-            nxt[u] = i + 4u + u < n4 ? p4[i + 4u + u] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-        for (uint32_t u = 0; u < 4u; u++)
-            if (i + u < n4) {
-                sum += cur[u].x;
-                sum += cur[u].y;
-                sum += cur[u].z;
-                sum += cur[u].w;
-            }
-#pragma unroll
-        for (uint32_t u = 0; u < 4u; u++) cur[u] = nxt[u];
+/* route_rank with every expert's comparisons split over `parts` consecutive threads of one warp (a
+ * power of two up to 8, as many as n threads allow for E experts): each counts the experts above its
+ * own in a slice of the others, and a shuffle adds the counts. Ranks are integer counts, so they are
+ * exactly route_rank's. The router cluster's block 0 (256 threads, 64 experts: 4 threads each) routed
+ * in 1.92 us instead of 2.12 with one thread per expert, and one warp (two experts per lane) took
+ * 2.87 (kernel timeline, H200, 2026-11-30). Every thread of the n must call it (the shuffle). */
+__device__ __forceinline__ void route_rank_split(const float *p, float scale, uint32_t E, uint32_t K, uint32_t t,
+                                                 uint32_t n, uint32_t *sel_id, float *sel_v) {
+    uint32_t parts = 1;
+    while (parts < 8u && 2u * parts * E <= n) parts *= 2u;
+    if (parts == 1u) {
+        route_rank(p, scale, E, K, t, n, sel_id, sel_v);
+        return;
     }
-    return sum;
-}
-
-/* How many of the keys [o0, o1) are above key ke; eight loads ahead of their compares. */
-__device__ __forceinline__ uint32_t route_keys_above(const uint64_t *keys, uint32_t o0, uint32_t o1, uint64_t ke) {
-    uint32_t rank = 0, o = o0;
-    for (; o + 8u <= o1; o += 8u) {
-        uint64_t k[8];
-#pragma unroll
-        for (int i = 0; i < 8; i++) k[i] = keys[o + i];
-#pragma unroll
-        for (int i = 0; i < 8; i++) rank += k[i] > ke;
+    const uint32_t e = t / parts, q = t % parts, span = (E + parts - 1u) / parts;
+    uint32_t rank = 0;
+    float v = 0.0f;
+    if (e < E) {
+        v = p[e] * scale;
+        rank = route_count_above(p, scale, q * span, min(E, (q + 1u) * span), e, route_key(v));
     }
-    for (; o < o1; o++) rank += keys[o] > ke;
-    return rank;
+    for (uint32_t m = 1; m < parts; m <<= 1) rank += __shfl_xor_sync(0xffffffffu, rank, m);
+    if (e < E && q == 0 && rank < K) {
+        sel_id[rank] = e;
+        sel_v[rank] = v;
+    }
 }
 
 /* Where a decode router also leaves its selection for the host (hz_dgemv_args.host_*): all NULL for
@@ -282,23 +257,9 @@ __device__ __forceinline__ void route_write(const uint32_t *sel_id, const float 
                                             const RouteHost &hh = RouteHost{}) {
     for (uint32_t k = t; k < K; k += n) {
         const uint32_t id = sel_id[k];
-        uint32_t at = 0, o = 0;
+        uint32_t at = 0;
         float sum = 0.0f;
-        for (; o + 8u <= K; o += 8u) { /* eight loads ahead of their adds; the adds stay in rank order */
-            uint32_t si[8];
-            float sv[8];
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                si[i] = sel_id[o + i];
-                sv[i] = sel_v[o + i];
-            }
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                at += si[i] < id;
-                sum += sv[i];
-            }
-        }
-        for (; o < K; o++) {
+        for (uint32_t o = 0; o < K; o++) {
             at += sel_id[o] < id;
             sum += sel_v[o];
         }
@@ -327,24 +288,24 @@ struct SharedLogit {
 __device__ __forceinline__ float route_logit(const SharedLogit *logits, uint32_t e) { return h2f(logits[e].bits); }
 
 /* Router over E logits (FP16, or FP32 rounded to FP16: route_logit), run by ONE block (any size that
- * is a multiple of 32): softmax in FP32 with the sum added in expert order (as forward.c), then the
+ * is a multiple of 32): softmax in FP32 with the sum added in expert order by one thread, then the
  * top-k and the optional renormalisation above. Writes ids_out[k], w_out[k] sorted by id and, when
- * `table` is given, rows_out[k] = table[id]. `p` is shared memory for 4 x E floats, 16-byte aligned:
- * the logits, the exponentials, then the ranking keys (route_rank_key).
- * Four barriers: every warp finds the maximum itself (the same values, so the same maximum), every
- * thread adds the exponentials itself (the same adds in the same order, so the same sum, and no
- * barrier behind one thread's sum), each expert's key is formed once, and every pair of experts is
- * one 64-bit compare (route_keys_above), split over as many threads per expert as the block has (up
- * to 8: E = 64 in 256 threads gives 4, each 16 compares, their counts added by shuffles). The ranks
- * are integer counts of the same order as route_rank's, so the selection is the same. */
+ * `table` is given, rows_out[k] = table[id]. `p` is shared memory for 2 x E floats: the logits, then
+ * the exponentials.
+ * Four barriers: every warp finds the maximum itself (the same values, so the same maximum; the
+ * exponentials go to the second half, which no warp's maximum reads), the probabilities are formed
+ * where they are compared (route_count_above) and the renormalisation where the weights are written.
+ * Eight before (a block reduction for the maximum, one pass each to normalise and to renormalise): the
+ * router cluster's block 0 routed in 1.92-1.95 us then and 1.90-1.92 us now (kernel timeline, H200,
+ * OLMoE layer shapes, 2026-11-30), so the barriers were not where its time goes. */
 template <typename Logit>
 __device__ void route_block(const Logit *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
                             float *w_out, const void *const *table, const void **rows_out, float *p,
                             const RouteHost &hh = RouteHost{}) {
     __shared__ uint32_t sel_id[kRouteMaxK];
     __shared__ float sel_v[kRouteMaxK];
+    __shared__ float inv_sum;
     float *ex = p + E;
-    uint64_t *keys = reinterpret_cast<uint64_t *>(p + 2u * E);
     for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] = route_logit(logits, e);
     __syncthreads();
     float mx = -INFINITY;
@@ -352,22 +313,9 @@ __device__ void route_block(const Logit *logits, uint32_t E, uint32_t K, int nor
     mx = warp_max(mx);
     for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) ex[e] = expf(p[e] - mx);
     __syncthreads();
-    const float inv = (E % 4u == 0u) ? 1.0f / route_sum_ordered4(ex, E) : route_inv_sum(ex, E);
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) keys[e] = route_rank_key(ex[e] * inv, e);
+    if (threadIdx.x == 0) inv_sum = route_inv_sum(ex, E);
     __syncthreads();
-    const uint32_t n = blockDim.x;
-    uint32_t parts = 1;
-    while (parts < 8u && 2u * parts * E <= n) parts *= 2u;
-    for (uint32_t e0 = 0; e0 < E; e0 += n / parts) { /* every thread takes part: the shuffles */
-        const uint32_t e = e0 + threadIdx.x / parts, q = threadIdx.x % parts, span = (E + parts - 1u) / parts;
-        uint32_t rank = 0;
-        if (e < E) rank = route_keys_above(keys, min(E, q * span), min(E, (q + 1u) * span), keys[e]);
-        for (uint32_t m = 1; m < parts; m <<= 1) rank += __shfl_xor_sync(0xffffffffu, rank, m);
-        if (e < E && q == 0 && rank < K) {
-            sel_id[rank] = e;
-            sel_v[rank] = ex[e] * inv;
-        }
-    }
+    route_rank_split(ex, inv_sum, E, K, threadIdx.x, blockDim.x, sel_id, sel_v);
     __syncthreads();
     route_write(sel_id, sel_v, K, norm_topk, threadIdx.x, blockDim.x, ids_out, w_out, table, rows_out, hh);
     if (hh.tag_out) {

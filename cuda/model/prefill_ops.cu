@@ -252,7 +252,7 @@ size_t attention_smem(uint32_t qt, uint32_t N, uint32_t D) {
  * FP16 as the router GEMV would have: the decode step's router selects identically. */
 __global__ void __launch_bounds__(kRouteThreads)
     pf_route_kernel(const float *logits32, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out, float *w_out) {
-    __shared__ __align__(16) float p[4 * kRouteMaxExperts]; /* route_block: 4 x E floats */
+    __shared__ float p[2 * kRouteMaxExperts];
     const size_t t = blockIdx.x;
     route_block(logits32 + t * E, E, K, norm_topk, ids_out + t * K, w_out + t * K, nullptr, nullptr, p);
 }
