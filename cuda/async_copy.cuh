@@ -21,12 +21,13 @@ __device__ __forceinline__ uint32_t smem_u32(const void *p) { return static_cast
  * evict-first, they are the first lines the L2 gives up, so what is read again soon keeps its place
  * (activations, the KV cache, the kernels' code and parameters).
  * Where it is used, measured on the H200 (bench_model_ops --step, hz-bench; doc/benchmarks.md, 27th
- * round): the two-pass expert kernels' bulk copies take it (OLMoE step 1.1% faster, hz-bench c64
- * 1,535 against 1,521 tok/s); the decode GEMVs do not (no further gain for OLMoE, and Qwen's step 1.3%
- * slower with them hinted); the fused kernel's cp.async copies do not either: cp.async with an L2
- * cache hint there stopped the kernel with cudaErrorIllegalInstruction on sm_90 (CUDA 13.0, driver
- * 580), so cp_async16 has no hinted twin. The register loads of the other W4A16 kernels were not
- * measured with it and stay unhinted. HZ_L2_STREAM_HINT=0 at build time turns the hint off. */
+ * round): the two-pass expert kernels' bulk copies take it (OLMoE step 0.640 -> 0.633 ms at positions
+ * 32-96, alternating runs; hz-bench c64 1,521 -> 1,535 tok/s with the GEMVs hinted too); the decode
+ * GEMVs do not (no further gain for OLMoE, and Qwen's step 1.3% slower with them hinted); the fused
+ * kernel's cp.async copies do not either: cp.async with an L2 cache hint there stopped the kernel
+ * with cudaErrorIllegalInstruction on sm_90 (CUDA 13.0, driver 580), so cp_async16 has no hinted
+ * twin. The register loads of the other W4A16 kernels were not measured with it and stay unhinted.
+ * HZ_L2_STREAM_HINT=0 at build time turns the hint off. */
 #ifndef HZ_L2_STREAM_HINT
 #define HZ_L2_STREAM_HINT 1
 #endif
