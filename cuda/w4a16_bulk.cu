@@ -63,6 +63,21 @@ __device__ __forceinline__ void lds_raw_pairs(const __half *raw, uint32_t c, uin
     hz_pairs_from_words(wv, xh);
 }
 
+/* Chunks [threadIdx.x, n) step blockDim.x of src, each rewritten into dst in the tensor-core expansion's
+ * pair order (dst may be src: each thread reads a chunk before it writes it back). kL2Only as in
+ * chunk_words. */
+template <bool kL2Only>
+__device__ __forceinline__ void stage_pairs(const uint4 *src, uint4 *dst, uint32_t n) {
+    for (uint32_t c = threadIdx.x; c < n; c += blockDim.x) {
+        uint32_t wv[16], xh[16];
+        chunk_words<kL2Only>(src + 4u * c, wv);
+        hz_pairs_from_words(wv, xh);
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            dst[4u * c + (uint32_t)i] = make_uint4(xh[4 * i], xh[4 * i + 1], xh[4 * i + 2], xh[4 * i + 3]);
+    }
+}
+
 /* ---- gate_up ------------------------------------------------------------------------------------ */
 
 struct BulkGuParams {
@@ -271,26 +286,9 @@ __global__ void HZ_DN_BOUNDS(kSplit) bulk_down_kernel(const __grid_constant__ Bu
         }
         __syncthreads(); /* the barrier initialised before any thread waits on it */
         mbar_wait(ibar, 0);
-        uint4 *a4 = reinterpret_cast<uint4 *>(acts);
-        for (uint32_t c = threadIdx.x; c < chunks; c += blockDim.x) {
-            uint32_t wv[16], xh[16];
-            chunk_words<false>(a4 + 4u * c, wv);
-            hz_pairs_from_words(wv, xh);
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                a4[4u * c + (uint32_t)i] = make_uint4(xh[4 * i], xh[4 * i + 1], xh[4 * i + 2], xh[4 * i + 3]);
-        }
+        stage_pairs<false>(reinterpret_cast<const uint4 *>(acts), reinterpret_cast<uint4 *>(acts), chunks);
     } else {
-        const uint4 *src = reinterpret_cast<const uint4 *>(p.inter);
-        uint4 *dst = reinterpret_cast<uint4 *>(acts);
-        for (uint32_t c = threadIdx.x; c < chunks; c += blockDim.x) {
-            uint32_t wv[16], xh[16];
-            chunk_words<true>(src + 4u * c, wv);
-            hz_pairs_from_words(wv, xh);
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                dst[4u * c + (uint32_t)i] = make_uint4(xh[4 * i], xh[4 * i + 1], xh[4 * i + 2], xh[4 * i + 3]);
-        }
+        stage_pairs<true>(reinterpret_cast<const uint4 *>(p.inter), reinterpret_cast<uint4 *>(acts), chunks);
     }
     __syncthreads(); /* barriers initialised; the intermediate of every expert staged */
     if (threadIdx.x == 0) HZ_TL_MARK(0);
@@ -665,33 +663,22 @@ int device_info(DeviceInfo *out) {
     return HZ_OK;
 }
 
-/* Raises both kernels' dynamic shared-memory limit to the device maximum, once. Two threads racing here
- * set the same value. */
+/* Raises the bulk kernels' dynamic shared-memory limit to the device maximum, once. Two threads racing
+ * here set the same values. */
 int raise_smem_limits(const DeviceInfo &di) {
     if (g_attr_set.load(std::memory_order_acquire)) return HZ_OK;
-    cudaError_t e = cudaFuncSetAttribute(bulk_gate_up_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(bulk_gate_up_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(bulk_down_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(bulk_down_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
-    /* All of the SM's unified L1/shared storage as shared memory, so that a down block (PDL) fits next to
-     * a gate_up block: the driver would otherwise pick the smallest carveout that holds one block. */
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(HZ_FUSED_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(bulk_gate_up_kernel<1>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 cudaSharedmemCarveoutMaxShared);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(bulk_gate_up_kernel<2>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 cudaSharedmemCarveoutMaxShared);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(bulk_down_kernel<1>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 cudaSharedmemCarveoutMaxShared);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(bulk_down_kernel<2>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 cudaSharedmemCarveoutMaxShared);
+    const void *const two_pass[] = {reinterpret_cast<const void *>(bulk_gate_up_kernel<1>),
+                                    reinterpret_cast<const void *>(bulk_gate_up_kernel<2>),
+                                    reinterpret_cast<const void *>(bulk_down_kernel<1>),
+                                    reinterpret_cast<const void *>(bulk_down_kernel<2>)};
+    cudaError_t e = cudaFuncSetAttribute(HZ_FUSED_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
+    for (const void *k : two_pass) {
+        if (e == cudaSuccess) e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
+        /* All of the SM's unified L1/shared storage as shared memory, so that a down block (PDL) fits next
+         * to a gate_up block: the driver would otherwise pick the smallest carveout that holds one block. */
+        if (e == cudaSuccess)
+            e = cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    }
     if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped (bulk)", "cudaFuncSetAttribute");
     g_attr_set.store(1, std::memory_order_release);
     return HZ_OK;
