@@ -142,8 +142,11 @@ __device__ __forceinline__ uint32_t block_argmax(float best, uint32_t bi, float 
     return bi;
 }
 
-/* The router's steps after the maxima, shared by route_block and route_warp so that a block and a warp
- * select identically; `t` of `n` threads (a block or a warp) take part where a step is parallel. */
+/* The router's steps, shared by route_block and route_warp so that a block and a warp select
+ * identically; `t` of `n` threads (a block or a warp) take part where a step is parallel. The top-k is
+ * ranked on the logits (softmax is monotonic, so the K largest logits are the K largest probabilities;
+ * equal logits: the lower id, as forward.c), so the ranking needs neither the exponentials nor their
+ * sum and runs beside them; the weights are the probabilities of the chosen experts. */
 
 /* 1 / sum of the E exponentials, added in expert order by one thread (as forward.c). Eight values are
  * read ahead of their adds: a loop that waits on each shared-memory load made the router tail ~3 us
@@ -162,43 +165,36 @@ __device__ __forceinline__ float route_inv_sum(const float *p, uint32_t E) {
     return 1.0f / sum;
 }
 
-/* A router probability as a ranking key: NaN ranks as -inf. */
+/* A router logit as a ranking key: NaN ranks as -inf. */
 __device__ __forceinline__ float route_key(float v) { return v == v ? v : -INFINITY; }
 
-/* How many of experts [o0, o1) rank above expert e, whose key is kv: a larger key, or an equal one
- * with a lower id. The probabilities are p[o] * scale (the exponentials times 1 / their sum, the same
- * product the CPU stores; scale 1 where p already holds them). Eight loads ahead of their compares,
- * as in route_inv_sum. */
-__device__ __forceinline__ uint32_t route_count_above(const float *p, float scale, uint32_t o0, uint32_t o1, uint32_t e,
-                                                      float kv) {
+/* How many of experts [o0, o1) rank above expert e, whose key is kv: a larger logit, or an equal one
+ * with a lower id. Eight loads ahead of their compares, as in route_inv_sum. */
+__device__ __forceinline__ uint32_t route_count_above(const float *lg, uint32_t o0, uint32_t o1, uint32_t e, float kv) {
     uint32_t rank = 0, o = o0;
     for (; o + 8u <= o1; o += 8u) {
         float ko[8];
 #pragma unroll
-        for (int i = 0; i < 8; i++) ko[i] = route_key(p[o + i] * scale);
+        for (int i = 0; i < 8; i++) ko[i] = route_key(lg[o + i]);
 #pragma unroll
         for (int i = 0; i < 8; i++) rank += (ko[i] > kv) || (ko[i] == kv && o + i < e);
     }
     for (; o < o1; o++) {
-        const float ko = route_key(p[o] * scale);
+        const float ko = route_key(lg[o]);
         rank += (ko > kv) || (ko == kv && o < e);
     }
     return rank;
 }
 
 /* The top-k of the CPU's insertion rule (strict >, so ties keep the lower id), i.e. the k largest by
- * (value descending, id ascending): each thread ranks its experts against all others. A NaN (from NaN
- * logits) ranks as -inf: the ranks stay a permutation, so every chosen slot is written and every id
- * is a valid expert. */
-__device__ __forceinline__ void route_rank(const float *p, float scale, uint32_t E, uint32_t K, uint32_t t, uint32_t n,
-                                           uint32_t *sel_id, float *sel_v) {
+ * (logit descending, id ascending): each thread ranks its experts against all others; sel_id[rank] = e
+ * for the K first. A NaN logit ranks as -inf: the ranks stay a permutation, so every chosen slot is
+ * written and every id is a valid expert. */
+__device__ __forceinline__ void route_rank(const float *lg, uint32_t E, uint32_t K, uint32_t t, uint32_t n,
+                                           uint32_t *sel_id) {
     for (uint32_t e = t; e < E; e += n) {
-        const float v = p[e] * scale;
-        const uint32_t rank = route_count_above(p, scale, 0, E, e, route_key(v));
-        if (rank < K) {
-            sel_id[rank] = e;
-            sel_v[rank] = v;
-        }
+        const uint32_t rank = route_count_above(lg, 0, E, e, route_key(lg[e]));
+        if (rank < K) sel_id[rank] = e;
     }
 }
 
@@ -207,27 +203,21 @@ __device__ __forceinline__ void route_rank(const float *p, float scale, uint32_t
  * own in a slice of the others, and a shuffle adds the counts. Ranks are integer counts, so they are
  * exactly route_rank's. The router cluster's block 0 (256 threads, 64 experts: 4 threads each) routed
  * in 1.92 us instead of 2.12 with one thread per expert, and one warp (two experts per lane) took
- * 2.87 (kernel timeline, H200, 2026-11-30). Every thread of the n must call it (the shuffle). */
-__device__ __forceinline__ void route_rank_split(const float *p, float scale, uint32_t E, uint32_t K, uint32_t t,
-                                                 uint32_t n, uint32_t *sel_id, float *sel_v) {
+ * 2.87 (kernel timeline, H200, 2026-11-30). Every thread of the n must call it (the shuffle), and the
+ * n threads must be whole warps. */
+__device__ __forceinline__ void route_rank_split(const float *lg, uint32_t E, uint32_t K, uint32_t t, uint32_t n,
+                                                 uint32_t *sel_id) {
     uint32_t parts = 1;
     while (parts < 8u && 2u * parts * E <= n) parts *= 2u;
     if (parts == 1u) {
-        route_rank(p, scale, E, K, t, n, sel_id, sel_v);
+        route_rank(lg, E, K, t, n, sel_id);
         return;
     }
     const uint32_t e = t / parts, q = t % parts, span = (E + parts - 1u) / parts;
     uint32_t rank = 0;
-    float v = 0.0f;
-    if (e < E) {
-        v = p[e] * scale;
-        rank = route_count_above(p, scale, q * span, min(E, (q + 1u) * span), e, route_key(v));
-    }
+    if (e < E) rank = route_count_above(lg, q * span, min(E, (q + 1u) * span), e, route_key(lg[e]));
     for (uint32_t m = 1; m < parts; m <<= 1) rank += __shfl_xor_sync(0xffffffffu, rank, m);
-    if (e < E && q == 0 && rank < K) {
-        sel_id[rank] = e;
-        sel_v[rank] = v;
-    }
+    if (e < E && q == 0 && rank < K) sel_id[rank] = e;
 }
 
 /* Where a decode router also leaves its selection for the host (hz_dgemv_args.host_*): all NULL for
@@ -248,11 +238,13 @@ __device__ __forceinline__ void route_publish_host(const RouteHost &hh) {
 }
 
 /* ids_out[k], w_out[k] sorted by id (the executor's order) and, with a table, rows_out[k] = table[id].
- * With norm_topk each weight is divided by the sum of the chosen ones, added in rank order as the CPU
- * does: every writing thread adds them itself (the same adds in the same order, so the same sum), which
- * spares a barrier between one thread's sum and the others' divisions. */
-__device__ __forceinline__ void route_write(const uint32_t *sel_id, const float *sel_v, uint32_t K, int norm_topk,
-                                            uint32_t t, uint32_t n, uint32_t *ids_out, float *w_out,
+ * The weight of the expert ranked k is its probability ex[id] * inv (the exponential times 1 / their
+ * sum, the product the CPU's softmax stores). With norm_topk each weight is divided by the sum of the
+ * chosen ones, added in rank order as the CPU does: every writing thread adds them itself (the same adds
+ * in the same order, so the same sum), which spares a barrier between one thread's sum and the others'
+ * divisions. */
+__device__ __forceinline__ void route_write(const uint32_t *sel_id, const float *ex, float inv, uint32_t K,
+                                            int norm_topk, uint32_t t, uint32_t n, uint32_t *ids_out, float *w_out,
                                             const void *const *table, const void **rows_out,
                                             const RouteHost &hh = RouteHost{}) {
     for (uint32_t k = t; k < K; k += n) {
@@ -261,9 +253,10 @@ __device__ __forceinline__ void route_write(const uint32_t *sel_id, const float 
         float sum = 0.0f;
         for (uint32_t o = 0; o < K; o++) {
             at += sel_id[o] < id;
-            sum += sel_v[o];
+            if (norm_topk) sum += ex[sel_id[o]] * inv;
         }
-        const float w = norm_topk ? sel_v[k] / sum : sel_v[k];
+        const float v = ex[id] * inv;
+        const float w = norm_topk ? v / sum : v;
         ids_out[at] = id;
         w_out[at] = w;
         if (table) rows_out[at] = table[id];
@@ -288,60 +281,62 @@ struct SharedLogit {
 __device__ __forceinline__ float route_logit(const SharedLogit *logits, uint32_t e) { return h2f(logits[e].bits); }
 
 /* Router over E logits (FP16, or FP32 rounded to FP16: route_logit), run by ONE block (any size that
- * is a multiple of 32): softmax in FP32 with the sum added in expert order by one thread, then the
- * top-k and the optional renormalisation above. Writes ids_out[k], w_out[k] sorted by id and, when
+ * is a multiple of 32): softmax in FP32 with the sum added in expert order by one thread, the top-k on
+ * the logits, and the optional renormalisation above. Writes ids_out[k], w_out[k] sorted by id and, when
  * `table` is given, rows_out[k] = table[id]. `p` is shared memory for 2 x E floats: the logits, then
  * the exponentials.
- * Four barriers: every warp finds the maximum itself (the same values, so the same maximum; the
- * exponentials go to the second half, which no warp's maximum reads), the probabilities are formed
- * where they are compared (route_count_above) and the renormalisation where the weights are written.
- * Eight before (a block reduction for the maximum, one pass each to normalise and to renormalise): the
- * router cluster's block 0 routed in 1.92-1.95 us then and 1.90-1.92 us now (kernel timeline, H200,
- * OLMoE layer shapes, 2026-11-30), so the barriers were not where its time goes. */
+ * Warp 0 finds the maximum, forms the exponentials and (lane 0) their sum, while the other warps rank
+ * the logits; one barrier, then the weights are written. In a block of one warp the warp ranks first.
+ * Before, the ranking waited for the sum: in the router cluster's block 0 (OLMoE, H200, 2026-11-30,
+ * clock64 per barrier) the maximum and exponentials took 503 cycles, the sum 923 and the ranking 1,507,
+ * one after the other. */
 template <typename Logit>
 __device__ void route_block(const Logit *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
                             float *w_out, const void *const *table, const void **rows_out, float *p,
                             const RouteHost &hh = RouteHost{}) {
     __shared__ uint32_t sel_id[kRouteMaxK];
-    __shared__ float sel_v[kRouteMaxK];
     __shared__ float inv_sum;
     float *ex = p + E;
+    const uint32_t lane = threadIdx.x % kWarp;
     for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] = route_logit(logits, e);
     __syncthreads();
-    float mx = -INFINITY;
-    for (uint32_t e = threadIdx.x % kWarp; e < E; e += kWarp) mx = fmaxf(mx, p[e]);
-    mx = warp_max(mx);
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) ex[e] = expf(p[e] - mx);
+    if (blockDim.x == kWarp) route_rank(p, E, K, lane, kWarp, sel_id);
+    if (threadIdx.x < kWarp) {
+        float mx = -INFINITY;
+        for (uint32_t e = lane; e < E; e += kWarp) mx = fmaxf(mx, p[e]);
+        mx = warp_max(mx);
+        for (uint32_t e = lane; e < E; e += kWarp) ex[e] = expf(p[e] - mx);
+        __syncwarp();
+        if (lane == 0) inv_sum = route_inv_sum(ex, E);
+    } else {
+        route_rank_split(p, E, K, threadIdx.x - kWarp, blockDim.x - kWarp, sel_id);
+    }
     __syncthreads();
-    if (threadIdx.x == 0) inv_sum = route_inv_sum(ex, E);
-    __syncthreads();
-    route_rank_split(ex, inv_sum, E, K, threadIdx.x, blockDim.x, sel_id, sel_v);
-    __syncthreads();
-    route_write(sel_id, sel_v, K, norm_topk, threadIdx.x, blockDim.x, ids_out, w_out, table, rows_out, hh);
+    route_write(sel_id, ex, inv_sum, K, norm_topk, threadIdx.x, blockDim.x, ids_out, w_out, table, rows_out, hh);
     if (hh.tag_out) {
         __syncthreads();
         if (threadIdx.x == 0) route_publish_host(hh);
     }
 }
 
-/* route_block's router run by ONE warp, step for step (the maxima by a warp reduction, the rest the
+/* route_block's router run by ONE warp, step for step (the maximum by a warp reduction, the rest the
  * shared steps above), so both select identically. Lets the router GEMV route as soon as its last
  * router row is written, while its other blocks still stream the rest of the layer's rows. `p` is
  * shared memory for E floats owned by this warp.
  * route_warp_select: the steps after the logits (p[e] holds logit e, mx in every lane their maximum);
+ * it ranks the logits, then replaces them by their exponentials;
  * route_warp: reads the logits first. */
 __device__ void route_warp_select(float *p, float mx, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
                                   float *w_out, const void *const *table, const void **rows_out,
                                   const RouteHost &hh = RouteHost{}) {
     __shared__ uint32_t sel_id[kRouteMaxK];
-    __shared__ float sel_v[kRouteMaxK];
     const uint32_t lane = threadIdx.x % kWarp;
+    route_rank(p, E, K, lane, kWarp, sel_id);
+    __syncwarp(); /* every lane's ranking read the logits before they are replaced */
     for (uint32_t e = lane; e < E; e += kWarp) p[e] = expf(p[e] - mx);
     __syncwarp();
     const float inv = __shfl_sync(0xffffffffu, lane == 0 ? route_inv_sum(p, E) : 0.0f, 0);
-    route_rank(p, inv, E, K, lane, kWarp, sel_id, sel_v);
-    __syncwarp();
-    route_write(sel_id, sel_v, K, norm_topk, lane, kWarp, ids_out, w_out, table, rows_out, hh);
+    route_write(sel_id, p, inv, K, norm_topk, lane, kWarp, ids_out, w_out, table, rows_out, hh);
     if (hh.tag_out) {
         __syncwarp();
         if (lane == 0) route_publish_host(hh);
@@ -357,6 +352,7 @@ __device__ void route_warp(const uint16_t *logits, uint32_t E, uint32_t K, int n
         p[e] = h2f(__ldcg(logits + e));
         mx = fmaxf(mx, p[e]);
     }
+    __syncwarp(); /* the ranking reads every lane's logits */
     route_warp_select(p, warp_max(mx), E, K, norm_topk, ids_out, w_out, table, rows_out, hh);
 }
 

@@ -226,7 +226,9 @@ static void attention(hz_session *s, uint32_t l, uint32_t T) {
  * ------------------------------------------------------------------------------------------------- */
 
 /* Top-k of p[0..E) by value, ties to the lower id (torch.topk does not promise an order for ties;
- * this rule is ours and is what the GPU path must do too). */
+ * this rule is ours and is what the GPU path must do too). The router ranks its logits with it: softmax
+ * is monotonic, so they give the experts of the largest probabilities, and the ranking needs no
+ * exponential (the GPU ranks while it adds them). */
 static void topk(const float *p, uint32_t E, uint32_t K, uint32_t *ids, float *vals) {
     uint32_t n = 0;
     for (uint32_t e = 0; e < E; e++) {
@@ -264,8 +266,7 @@ static void prefetch_next_layer(hz_session *s, uint32_t l) {
     uint32_t ids[HZ_PREFETCH_MAX_IDS];
     float vals[HZ_PREFETCH_MAX_IDS];
     linear(rs->xn, 1, c->hidden, m->w.layers[l + 1].router, NULL, c->experts, rs->rlog, 1, rs->wrow);
-    softmax(rs->rlog, c->experts);
-    topk(rs->rlog, c->experts, n, ids, vals);
+    topk(rs->rlog, c->experts, n, ids, vals); /* on the logits, as the router (see topk) */
     (void)hz_cache_prefetch(m->cache, l + 1, ids, n);
 }
 
@@ -328,15 +329,17 @@ static int moe(hz_session *s, uint32_t l, uint32_t T) {
     hz_run_state *rs = &s->rs;
     const uint32_t H = c->hidden, E = c->experts, K = c->top_k;
 
-    /* Router: FP16 logits, softmax over all experts in FP32, top-k, optional renormalisation. The
-     * weights stay FP32 into the executor (one rounding fewer than storing them as FP16). */
+    /* Router: FP16 logits, the top-k of the logits (see topk), softmax over all experts in FP32, the
+     * chosen experts' probabilities, optional renormalisation. The weights stay FP32 into the executor
+     * (one rounding fewer than storing them as FP16). */
     linear(rs->xn, T, H, w->router, NULL, E, rs->rlog, 1, rs->wrow);
     for (uint32_t t = 0; t < T; t++) {
         float *p = rs->rlog + (size_t)t * E;
         uint32_t *ids = rs->topk_ids + (size_t)t * K;
         float *tw = rs->topk_w + (size_t)t * K;
-        softmax(p, E);
         topk(p, E, K, ids, tw);
+        softmax(p, E);
+        for (uint32_t k = 0; k < K; k++) tw[k] = p[ids[k]];
         if (c->norm_topk_prob) {
             float sum = 0.0f;
             for (uint32_t k = 0; k < K; k++) sum += tw[k];

@@ -10,7 +10,7 @@
  * that the logits tie in groups (the top-k then rests on the lowest-id rule alone), the test checks that the
  * logits, h_out, x_out, the chosen ids, weights and row addresses are bit-identical, that the
  * accumulators were zeroed, and that the ids and weights are those the host's router (forward.c's
- * order: softmax, the K largest with ties to the lower id) picks from the same logits. Inputs are fresh random values per shape; outputs start poisoned. It also
+ * order: the K largest logits with ties to the lower id, then softmax) picks from the same logits. Inputs are fresh random values per shape; outputs start poisoned. It also
  * checks that bad arguments come back as HZ_EINVAL naming the router cluster, and a device without
  * clusters as HZ_EUNSUPPORTED. */
 #include <math.h>
@@ -65,25 +65,25 @@ static void *dev_f16(uint32_t n, float scale, float base) {
     return d;
 }
 
-/* The router on the host from the device's FP16 logits, in forward.c's order: softmax in FP32 with the
- * sum added in expert order, the K largest (ties to the lower id), optionally renormalised in rank
- * order; ids ascending with their weights (K <= 64). */
+/* The router on the host from the device's FP16 logits, in forward.c's order: the K largest logits (ties
+ * to the lower id), softmax in FP32 with the sum added in expert order, the chosen experts'
+ * probabilities, optionally renormalised in rank order; ids ascending with their weights (K <= 64). */
 static void host_route(const uint16_t *lg, uint32_t E, uint32_t K, int norm, uint32_t *ids, float *w) {
     float mx = -INFINITY, sum = 0.0f, p[256], sel[64];
     uint32_t sid[64];
-    for (uint32_t e = 0; e < E; e++) mx = fmaxf(mx, hz_f16_to_f32(lg[e]));
-    for (uint32_t e = 0; e < E; e++) sum += p[e] = expf(hz_f16_to_f32(lg[e]) - mx);
-    for (uint32_t e = 0; e < E; e++) p[e] *= 1.0f / sum;
     for (uint32_t k = 0; k < K; k++) {
         uint32_t best = E;
         for (uint32_t e = 0; e < E; e++) {
             int taken = 0;
             for (uint32_t j = 0; j < k; j++) taken |= sid[j] == e;
-            if (!taken && (best == E || p[e] > p[best])) best = e;
+            if (!taken && (best == E || hz_f16_to_f32(lg[e]) > hz_f16_to_f32(lg[best]))) best = e;
         }
         sid[k] = best;
-        sel[k] = p[best];
     }
+    for (uint32_t e = 0; e < E; e++) mx = fmaxf(mx, hz_f16_to_f32(lg[e]));
+    for (uint32_t e = 0; e < E; e++) sum += p[e] = expf(hz_f16_to_f32(lg[e]) - mx);
+    for (uint32_t e = 0; e < E; e++) p[e] *= 1.0f / sum;
+    for (uint32_t k = 0; k < K; k++) sel[k] = p[sid[k]];
     if (norm) {
         float s = 0.0f;
         for (uint32_t k = 0; k < K; k++) s += sel[k];
