@@ -43,39 +43,29 @@ typedef struct {
     int bias, f32, argmax, repeat;
 } shape;
 
-/* The kernel's sum for one row (see the top of the file). */
-static float row_sum(const uint16_t *w, const uint16_t *x, uint32_t in) {
-    float lane[32];
-    const uint32_t chunks = in / 8u;
-    for (uint32_t l = 0; l < 32; l++) {
-        float acc = 0.0f;
-        for (uint32_t c = l; c < chunks; c += 32u)
-            for (uint32_t j = 0; j < 8; j++)
-                acc = fmaf(hz_f16_to_f32(w[c * 8u + j]), hz_f16_to_f32(x[c * 8u + j]), acc);
-        lane[l] = acc;
-    }
+/* The 32 lane sums as warp_sum adds them (xor offsets 16, 8, 4, 2, 1): lane 0's result. */
+static float butterfly(float lane[32]) {
     for (uint32_t o = 16; o > 0; o >>= 1) {
         float next[32];
         for (uint32_t l = 0; l < 32; l++) next[l] = lane[l] + lane[l ^ o];
-        memcpy(lane, next, sizeof lane);
+        memcpy(lane, next, sizeof next);
     }
     return lane[0];
 }
 
-/* The scalar path (a width that is not a multiple of 8): lane l adds values l, l + 32, ... */
-static float row_sum_scalar(const uint16_t *w, const uint16_t *x, uint32_t in) {
+/* The kernel's sum for one row (see the top of the file): lane l adds the 16-byte chunks l, l + 32, ...
+ * or, on the scalar path (a width that is not a multiple of 8), the values l, l + 32, ... */
+static float row_sum(const uint16_t *w, const uint16_t *x, uint32_t in) {
+    const uint32_t vec = in % 8u == 0 ? 8u : 1u, pieces = in / vec;
     float lane[32];
     for (uint32_t l = 0; l < 32; l++) {
         float acc = 0.0f;
-        for (uint32_t i = l; i < in; i += 32u) acc = fmaf(hz_f16_to_f32(w[i]), hz_f16_to_f32(x[i]), acc);
+        for (uint32_t c = l; c < pieces; c += 32u)
+            for (uint32_t j = 0; j < vec; j++)
+                acc = fmaf(hz_f16_to_f32(w[c * vec + j]), hz_f16_to_f32(x[c * vec + j]), acc);
         lane[l] = acc;
     }
-    for (uint32_t o = 16; o > 0; o >>= 1) {
-        float next[32];
-        for (uint32_t l = 0; l < 32; l++) next[l] = lane[l] + lane[l ^ o];
-        memcpy(lane, next, sizeof lane);
-    }
-    return lane[0];
+    return butterfly(lane);
 }
 
 static void *upload(const void *h, size_t n) {
@@ -153,7 +143,7 @@ static void check_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t 
     uint32_t bad = 0, best_i = 0;
     float best = -INFINITY;
     for (uint32_t r = 0; r < total; r++) {
-        const float sum = (in % 8u ? row_sum_scalar : row_sum)(w + (size_t)r * in, x, in);
+        const float sum = row_sum(w + (size_t)r * in, x, in);
         const float v = sum + (sh->bias ? hz_f16_to_f32(b[r]) : 0.0f);
         int same;
         if (sh->f32) {
