@@ -23,6 +23,7 @@
 
 #include "../../../cuda/model/decode_ops.cuh"
 #include "../../test_fail.h"
+#include "decode_test_dev.h"
 
 static uint64_t g_rng = 0x2545f4914f6cdd1dull;
 static float urand(void) { /* uniform in [-1, 1) */
@@ -172,21 +173,10 @@ out:
 }
 
 int main(void) {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-        printf("decode_gemv: no CUDA device: skipped\n");
-        return 77;
-    }
     cudaStream_t stream;
-    if (cudaStreamCreate(&stream) != cudaSuccess) {
-        printf("FAIL: cudaStreamCreate\n");
-        return 1;
-    }
     hz_decode_dev dev;
-    if (hz_decode_device_info(stream, 8192, &dev) != HZ_OK) {
-        printf("FAIL: device info: %s\n", hz_last_error_message());
-        return 1;
-    }
+    const int ready = decode_test_device("decode_gemv", 8192, &stream, &dev);
+    if (ready) return ready;
     printf("decode gemv: %u SMs, a grid of at most %u blocks (%u warps)\n", dev.sms, dev.gemv_grid, dev.gemv_grid * 8u);
     static const shape shapes[] = {
         {"fewer rows than warps", 2048, 1, {1000}, 0, 0, 0, 0, 0},

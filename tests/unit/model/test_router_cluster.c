@@ -27,6 +27,7 @@
 #include "../../../cuda/model/decode_ops.cuh"
 #include "../../../cuda/model/model_ops.cuh"
 #include "../../test_fail.h"
+#include "decode_test_dev.h"
 
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
@@ -288,21 +289,10 @@ static void check_refusals(const hz_decode_dev *dev, cudaStream_t stream) {
 }
 
 int main(void) {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-        printf("router_cluster: no CUDA device: skipped\n");
-        return 77;
-    }
     cudaStream_t stream;
-    if (cudaStreamCreate(&stream) != cudaSuccess) {
-        printf("FAIL: cudaStreamCreate\n");
-        return 1;
-    }
     hz_decode_dev dev;
-    if (hz_decode_device_info(stream, 4096, &dev) != HZ_OK) {
-        printf("FAIL: device info: %s\n", hz_last_error_message());
-        return 1;
-    }
+    const int ready = decode_test_device("router_cluster", 4096, &stream, &dev);
+    if (ready) return ready;
     if (!dev.clusters) {
         printf("router_cluster: this device or build cannot launch clusters: skipped\n");
         return 77;
