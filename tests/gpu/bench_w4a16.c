@@ -15,7 +15,8 @@
  * written / time). "grouped" is the tensor-core expansion, "grouped-cc" the CUDA-core one.
  * Usage: bench_w4a16 [repeats [shape]]   (shape: olmoe or qwen; default both); HZ_BENCH_POOL_EXPERTS=N
  * shrinks the pool to N experts per layer; HZ_BENCH_EXECUTORS=a,b runs only the executors of those names
- * (as printed, e.g. grouped+pdl,read-ceiling). */
+ * (as printed, e.g. grouped+pdl,read-ceiling); HZ_BENCH_READ_PDL_BLOCKS=1..4 sets the read-ceiling+pdl
+ * row's blocks per SM (default 2). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,7 @@ typedef enum {
     EX_READ_ALL,
     EX_READ_GU,
     EX_READ_DN,
+    EX_READ_PDL,
     EX_COUNT
 } executor;
 /* "grouped" is the default (the sm_90 bulk-copy path where it applies), "-reg" the register-streaming
@@ -81,16 +83,25 @@ static const char *const kExName[EX_COUNT] = {"scalar",          "grouped",     
                                               "grouped:down",    "grouped-cc+pdl",  "grouped-cc:g_u", "grouped-cc:down",
                                               "grouped-reg+pdl", "grouped-reg:g_u", "grouped-reg:down",
                                               "grouped-2p+pdl",  "read-ceiling",    "read:g_u",
-                                              "read:down"};
+                                              "read:down",       "read-ceiling+pdl"};
 
 /* The read-ceiling rows: the same blobs' bytes read by a plain streaming kernel (read_ceiling.cu). */
 static uint32_t *g_sink;
 static int g_sms;
 
-static int launch_read(const hz_w4a16_args *a, uint64_t offset, uint64_t bytes, cudaStream_t s) {
+static int launch_read(const hz_w4a16_args *a, uint64_t offset, uint64_t bytes, int pdl_blocks, cudaStream_t s) {
     const void *p[HZ_W4A16_MAX_EXPERTS];
     for (uint32_t e = 0; e < a->n; e++) p[e] = (const uint8_t *)a->blobs[e] + offset;
-    return hz_test_launch_read(p, a->n, bytes, g_sink, g_sms, s);
+    return hz_test_launch_read(p, a->n, bytes, g_sink, g_sms, pdl_blocks, s);
+}
+
+/* The read-ceiling+pdl row's blocks per SM: HZ_BENCH_READ_PDL_BLOCKS (1 to 4), default 2, the fastest
+ * on an H200 (OLMoE layer 7.67 us against 8.21 with 1 and 8.59 with 4; doc/benchmarks.md, twenty-ninth
+ * round). */
+static int read_pdl_blocks(void) {
+    const char *v = getenv("HZ_BENCH_READ_PDL_BLOCKS");
+    const int b = v ? atoi(v) : 2;
+    return b >= 1 && b <= 4 ? b : 2;
 }
 
 /* HZ_BENCH_EXECUTORS: a comma-separated list of executor names to run (all when unset). */
@@ -135,9 +146,10 @@ static int launch(executor ex, hz_w4a16_args *a, cudaStream_t s) {
     case EX_REG_GATE_UP: a->flags = HZ_W4A16_NO_BULK; return hz_w4a16_grouped_gate_up_launch(a, s);
     case EX_REG_DOWN: a->flags = HZ_W4A16_NO_BULK; return hz_w4a16_grouped_down_launch(a, s);
     case EX_2P_PDL: a->flags = HZ_W4A16_PDL | HZ_W4A16_TWO_PASS; return hz_w4a16_grouped_launch(a, s);
-    case EX_READ_ALL: return launch_read(a, 0, a->layout->blob_bytes, s);
-    case EX_READ_GU: return launch_read(a, 0, a->layout->down_q, s);
-    case EX_READ_DN: return launch_read(a, a->layout->down_q, a->layout->blob_bytes - a->layout->down_q, s);
+    case EX_READ_ALL: return launch_read(a, 0, a->layout->blob_bytes, 0, s);
+    case EX_READ_GU: return launch_read(a, 0, a->layout->down_q, 0, s);
+    case EX_READ_DN: return launch_read(a, a->layout->down_q, a->layout->blob_bytes - a->layout->down_q, 0, s);
+    case EX_READ_PDL: return launch_read(a, 0, a->layout->blob_bytes, read_pdl_blocks(), s);
     default: return -1;
     }
 }

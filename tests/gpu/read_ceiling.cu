@@ -11,8 +11,13 @@ struct ReadParams {
     uint64_t chunks; /* 16-byte pieces per range */
 };
 
-/* Grid-stride over the concatenation of the ranges; eight loads in flight per thread. */
+/* Grid-stride over the concatenation of the ranges; eight loads in flight per thread. kPdl: launched
+ * with programmatic dependent launch, the grid lets the next one be placed at once and waits for the
+ * previous grid's end before its first load, as an expert kernel waits for its router: its time per
+ * layer is then the reads alone, from that end to the last byte, without the launch between kernels. */
+template <bool kPdl>
 __global__ void __launch_bounds__(512) read_kernel(const __grid_constant__ ReadParams rp, uint32_t *sink) {
+    if (kPdl) asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory");
     const uint64_t total = rp.chunks * rp.n, stride = (uint64_t)gridDim.x * blockDim.x;
     uint32_t x = 0;
     for (uint64_t i0 = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i0 < total; i0 += 8u * stride) {
@@ -33,12 +38,26 @@ __global__ void __launch_bounds__(512) read_kernel(const __grid_constant__ ReadP
 } // namespace
 
 extern "C" int hz_test_launch_read(const void *const *ptrs, uint32_t n, uint64_t bytes, uint32_t *sink, int sms,
-                                   void *stream) {
+                                   int pdl_blocks, void *stream) {
     if (n == 0 || n > 32 || bytes % 16u) return (int)cudaErrorInvalidValue;
     ReadParams rp;
     for (uint32_t i = 0; i < 32; i++) rp.p[i] = i < n ? static_cast<const uint4 *>(ptrs[i]) : nullptr;
     rp.n = n;
     rp.chunks = bytes / 16u;
-    read_kernel<<<(unsigned)(4 * sms), 512, 0, static_cast<cudaStream_t>(stream)>>>(rp, sink);
-    return (int)cudaGetLastError();
+    if (pdl_blocks <= 0) {
+        read_kernel<false><<<(unsigned)(4 * sms), 512, 0, static_cast<cudaStream_t>(stream)>>>(rp, sink);
+        return (int)cudaGetLastError();
+    }
+    /* pdl_blocks per SM (1 or 2 leave room for the next layer's grid beside this one while it waits;
+     * 64 KB in flight per block). */
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)(pdl_blocks * sms));
+    cfg.blockDim = dim3(512);
+    cfg.stream = static_cast<cudaStream_t>(stream);
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return (int)cudaLaunchKernelEx(&cfg, read_kernel<true>, rp, sink);
 }

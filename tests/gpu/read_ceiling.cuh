@@ -11,8 +11,11 @@ extern "C" {
 #endif
 
 /* ptrs: HOST array of n device addresses (n <= 32), copied into the kernel parameters; sink: device
- * scratch of at least 4 * blocks bytes, blocks = 4 x the SM count. Returns a cudaError_t as an int. */
-int hz_test_launch_read(const void *const *ptrs, uint32_t n, uint64_t bytes, uint32_t *sink, int sms, void *stream);
+ * scratch of at least 4 * blocks bytes, blocks = 4 x the SM count. pdl_blocks (1 to 4) > 0: launched
+ * with programmatic dependent launch, that many blocks per SM, the loads after the wait for the previous
+ * grid (read_ceiling.cu); 0: a plain launch of 4 blocks per SM. Returns a cudaError_t as an int. */
+int hz_test_launch_read(const void *const *ptrs, uint32_t n, uint64_t bytes, uint32_t *sink, int sms,
+                        int pdl_blocks, void *stream);
 
 #ifdef __cplusplus
 }
