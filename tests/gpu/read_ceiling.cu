@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(512) read_kernel(const __grid_constant__ ReadP
 
 extern "C" int hz_test_launch_read(const void *const *ptrs, uint32_t n, uint64_t bytes, uint32_t *sink, int sms,
                                    int pdl_blocks, void *stream) {
-    if (n == 0 || n > 32 || bytes % 16u) return (int)cudaErrorInvalidValue;
+    if (n == 0 || n > 32 || bytes % 16u || pdl_blocks > 4) return (int)cudaErrorInvalidValue; /* sink: 4 per SM */
     ReadParams rp;
     for (uint32_t i = 0; i < 32; i++) rp.p[i] = i < n ? static_cast<const uint4 *>(ptrs[i]) : nullptr;
     rp.n = n;
