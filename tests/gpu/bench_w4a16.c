@@ -99,9 +99,13 @@ static int launch_read(const hz_w4a16_args *a, uint64_t offset, uint64_t bytes, 
  * on an H200 (OLMoE layer 7.67 us against 8.21 with 1 and 8.59 with 4; doc/benchmarks.md, twenty-ninth
  * round). */
 static int read_pdl_blocks(void) {
-    const char *v = getenv("HZ_BENCH_READ_PDL_BLOCKS");
-    const int b = v ? atoi(v) : 2;
-    return b >= 1 && b <= 4 ? b : 2;
+    static int blocks; /* read once: the stream rows time the host's launches too */
+    if (!blocks) {
+        const char *v = getenv("HZ_BENCH_READ_PDL_BLOCKS");
+        const int b = v ? atoi(v) : 2;
+        blocks = b >= 1 && b <= 4 ? b : 2;
+    }
+    return blocks;
 }
 
 /* HZ_BENCH_EXECUTORS: a comma-separated list of executor names to run (all when unset). */

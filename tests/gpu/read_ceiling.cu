@@ -1,7 +1,9 @@
 /* See read_ceiling.cuh. */
 #include <cuda_runtime.h>
 
+#include "launch.cuh"
 #include "read_ceiling.cuh"
+#include "w4a16_device.cuh"
 
 namespace {
 
@@ -17,7 +19,10 @@ struct ReadParams {
  * layer is then the reads alone, from that end to the last byte, without the launch between kernels. */
 template <bool kPdl>
 __global__ void __launch_bounds__(512) read_kernel(const __grid_constant__ ReadParams rp, uint32_t *sink) {
-    if (kPdl) asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory");
+    if (kPdl) {
+        hz_griddep_launch_dependents();
+        hz_griddep_wait();
+    }
     const uint64_t total = rp.chunks * rp.n, stride = (uint64_t)gridDim.x * blockDim.x;
     uint32_t x = 0;
     for (uint64_t i0 = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i0 < total; i0 += 8u * stride) {
@@ -44,20 +49,11 @@ extern "C" int hz_test_launch_read(const void *const *ptrs, uint32_t n, uint64_t
     for (uint32_t i = 0; i < 32; i++) rp.p[i] = i < n ? static_cast<const uint4 *>(ptrs[i]) : nullptr;
     rp.n = n;
     rp.chunks = bytes / 16u;
-    if (pdl_blocks <= 0) {
-        read_kernel<false><<<(unsigned)(4 * sms), 512, 0, static_cast<cudaStream_t>(stream)>>>(rp, sink);
-        return (int)cudaGetLastError();
-    }
+    const cudaStream_t s = static_cast<cudaStream_t>(stream);
+    if (pdl_blocks <= 0)
+        return (int)hz_launch_ex(read_kernel<false>, dim3((unsigned)(4 * sms)), dim3(512), 0, s, false, 0u, rp, sink);
     /* pdl_blocks per SM (1 or 2 leave room for the next layer's grid beside this one while it waits;
      * 64 KB in flight per block). */
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)(pdl_blocks * sms));
-    cfg.blockDim = dim3(512);
-    cfg.stream = static_cast<cudaStream_t>(stream);
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    return (int)cudaLaunchKernelEx(&cfg, read_kernel<true>, rp, sink);
+    return (int)hz_launch_ex(read_kernel<true>, dim3((unsigned)(pdl_blocks * sms)), dim3(512), 0, s, true, 0u, rp,
+                             sink);
 }
