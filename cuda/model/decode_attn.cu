@@ -4,9 +4,13 @@
  *
  * Batch 1 means tiny work (pos x D per head) behind a chain of dependent steps, so the kernel is
  * shaped for latency:
- *   - only the splits that have work take part: nact = min(splits, chunks), chunk c going to split
- *     c % nact (the others leave at once), except that up to kSoloChunks chunks stay in one block,
- *     which then writes `out` itself, with no partial results, fence or counter;
+ *   - only the splits that have work take part: nact = min(splits, ceil(chunks / G)), chunk c going
+ *     to split c % nact (the others leave at once), except that up to kSoloChunks chunks per group stay
+ *     in one block, which then writes `out` itself, with no partial results, fence or counter;
+ *   - a block is G groups of kThreads (G = hz_dattn_args.groups, 1 or 2): the block's chunk i goes to
+ *     group i % G, each group walks its chunks behind barriers of its own (named barriers), and the
+ *     groups' (m, l, o) are merged in shared memory, so two groups hold 4 chunks (256 positions) in
+ *     one block without the split blocks' combine through global memory;
  *   - the cached K/V rows of a block's first kStages chunks are copied into shared memory (cp.async)
  *     before the wait on the q/k/v projection, rows of later chunks pulled into L2; the rope row and
  *     the norm weights are loaded then too. After the wait, q, k and v are read in one round trip,
@@ -26,14 +30,14 @@
 
 namespace {
 
-constexpr uint32_t kThreads = 256;
+constexpr uint32_t kThreads = 256; /* one group (a block is G of them) */
 constexpr uint32_t kWarps = kThreads / kWarp;
 constexpr uint32_t kMaxD = 256;         /* hz_decode_attention_supported */
 constexpr uint32_t kChunk = HZ_DECODE_ATTN_CHUNK;
 constexpr int kStages = 2;              /* chunk buffers (K and V rows) in shared memory */
-/* Positions 0..127 (two chunks) take one block per head: its second chunk costs less than the combine
- * (partials, fence, counter, the last block's reads), measured on an H200; from three chunks on, one
- * chunk per block wins (the combine does not grow with the splits). */
+/* Two chunks per group stay in one block per head: a group's second chunk costs less than the combine
+ * (partials, fence, counter, the last block's reads), measured on an H200 with one group; from three
+ * chunks per group on, one chunk per group and block wins (the combine does not grow with the splits). */
 constexpr uint32_t kSoloChunks = 2;
 constexpr uint32_t kPrefetchChunks = 4; /* further chunks of a split pulled into L2 before the wait */
 constexpr int kLd = 4;                  /* 16-byte loads in flight per thread in the prologue */
@@ -67,9 +71,9 @@ __device__ __forceinline__ void stage_chunk(const uint16_t *kh, const uint16_t *
 
 /* The same rows into L2 only (a hint for chunks beyond the shared buffers). */
 __device__ void prefetch_chunk(const uint16_t *kh, const uint16_t *vh, uint32_t kv_width, uint32_t D, uint32_t j0,
-                               uint32_t rows) {
+                               uint32_t rows, uint32_t gt) {
     const uint32_t lines = (D * 2u + 127u) / 128u;
-    for (uint32_t t = threadIdx.x; t < 2u * lines * rows; t += blockDim.x) {
+    for (uint32_t t = gt; t < 2u * lines * rows; t += kThreads) {
         const uint32_t r = t / (2u * lines), l = t % (2u * lines);
         const uint16_t *base = (l < lines ? kh : vh) + (size_t)(j0 + r) * kv_width;
         prefetch_l2(reinterpret_cast<const char *>(base) + (l % lines) * 128u);
@@ -124,9 +128,9 @@ __device__ __forceinline__ void norm_rope_pair(float x0, float x1, bool norm, fl
  * per pass and every pass of the chunk is in flight at once. */
 template <uint32_t LPR>
 __device__ __forceinline__ void chunk_scores(const uint4 *kb, uint32_t nc, float scale, const float (&qr)[8],
-                                             uint32_t nj, float *sc) {
+                                             uint32_t nj, float *sc, uint32_t gt) {
     constexpr uint32_t rows = kWarp / LPR, passes = kChunk / (kWarps * rows);
-    const uint32_t lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, sub = lane / LPR, li = lane % LPR;
+    const uint32_t lane = gt % kWarp, warp = gt / kWarp, sub = lane / LPR, li = lane % LPR;
     const bool active = li < nc;
     float d[passes];
 #pragma unroll
@@ -146,6 +150,19 @@ __device__ __forceinline__ void chunk_scores(const uint4 *kb, uint32_t nc, float
     }
 }
 
+/* A barrier over the kThreads threads of group `gid` only: __syncthreads with one group, else the named
+ * barrier 1 + gid (0 is __syncthreads's). */
+template <uint32_t G>
+__device__ __forceinline__ void group_sync(uint32_t gid) {
+    static_assert(kThreads == 256u, "the named barriers below count 256 threads");
+    if (G == 1u)
+        __syncthreads();
+    else if (gid == 0)
+        asm volatile("bar.sync 1, 256;" ::: "memory");
+    else
+        asm volatile("bar.sync 2, 256;" ::: "memory");
+}
+
 /* Grid (heads, splits): blockIdx.x = head, so the blocks that short contexts use (split 0 of every
  * head) are scheduled first. Split s of the nact active ones takes chunks s, s + nact, ... of positions
  * 0..pos, keeps a running max m (block-uniform) and per-thread sums l, o (online softmax), sums l and
@@ -153,46 +170,53 @@ __device__ __forceinline__ void chunk_scores(const uint4 *kb, uint32_t nc, float
  * last split of the head to finish combining them in split order. The split that owns the current
  * position also computes k and v of that position (and, for the first query head of its KV head,
  * stores them). */
-template <uint32_t LPR>
-__global__ void __launch_bounds__(kThreads, 2) dattn_kernel(const __grid_constant__ dattn_params p) {
+template <uint32_t LPR, uint32_t G>
+__global__ void __launch_bounds__(kThreads * G, G == 1u ? 2 : 1) dattn_kernel(const __grid_constant__ dattn_params p) {
     /* kStages chunk buffers of buf_halves FP16: [K rows | V rows][kChunk][D]; after the last chunk
      * the value partials (in the buffer the last chunk did not use), then the combine's weights */
     extern __shared__ __align__(16) uint16_t stage[];
     __shared__ __align__(16) uint4 qraw[kMaxD / 8], kraw[kMaxD / 8], kcur[kMaxD / 8], vcur[kMaxD / 8];
     __shared__ __align__(16) float qh[kMaxD];
-    __shared__ float sc[kChunk];
-    __shared__ float lpart[kThreads];
-    __shared__ float red[2 * kWarps];
+    __shared__ float sc_all[G][kChunk];
+    __shared__ float lpart_all[G][kThreads];
+    __shared__ float red[2 * kWarps * G];
+    __shared__ float gm[G], gl[G];             /* two groups: each group's maximum and sum */
+    __shared__ float odx[G > 1u ? kMaxD : 1u]; /* two groups: group 1's value sums */
     __shared__ float inv_l;
     __shared__ uint32_t last;
     const hz_dattn_args &a = p.a;
     HZ_TL_SCOPE(HZ_TL_ATTN, a.kc, a.splits, 0); /* marks: q/k/v read, first chunk in, chunks done */
     const uint32_t tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
-    const uint32_t D = a.head_dim, half = D / 2u, nc = p.nc, ng = p.ng, g = tid / nc, ci = tid % nc;
+    const uint32_t gid = G == 1u ? 0u : tid / kThreads, gt = G == 1u ? tid : tid % kThreads; /* group, its thread */
+    float *sc = sc_all[gid], *lpart = lpart_all[gid];
+    const uint32_t D = a.head_dim, half = D / 2u, nc = p.nc, ng = p.ng, g = gt / nc, ci = gt % nc;
     const uint32_t S = a.splits, h = blockIdx.x, s = blockIdx.y, hk = h / p.group, kv_width = a.kv_heads * D;
     /* pos was written by hz_decode_begin, at least two grids before this one: that grid has finished
      * before this one could be scheduled, so it may be read before the wait. */
     const uint32_t pos = __ldcg(&a.step->pos), n_pos = pos + 1u, nchunks = (n_pos + kChunk - 1u) / kChunk;
-    const uint32_t nact = nchunks <= kSoloChunks ? 1u : min(S, nchunks);
+    const uint32_t nact = nchunks <= kSoloChunks * G ? 1u : min(S, (nchunks + G - 1u) / G);
     if (s >= nact) return; /* no chunk: nothing to wait for (the whole block leaves, before any barrier) */
     const uint32_t my_n = (nchunks - 1u - s) / nact + 1u; /* chunks of this split */
     const bool owns_pos = (nchunks - 1u) % nact == s;
     const bool first_head = h % p.group == 0, norm = a.q_norm != nullptr;
+    /* the block's chunk i goes to group i % G, as the group's chunk i / G */
+    const uint32_t my_g = G == 1u ? my_n : my_n > gid ? (my_n - gid + G - 1u) / G : 0u;
+    uint16_t *gstage = stage + (size_t)gid * kStages * p.buf_halves;
     const uint16_t *kh = a.kc + (size_t)hk * D, *vh = a.vc + (size_t)hk * D;
 
     /* Before the wait: cached rows (positions < pos) of the first kStages chunks into shared memory,
      * one cp.async group per buffer (empty groups keep the count uniform), later ones into L2. */
 #pragma unroll
     for (int b = 0; b < kStages; b++) {
-        if ((uint32_t)b < my_n) {
-            const uint32_t j0 = (s + (uint32_t)b * nact) * kChunk;
-            stage_chunk(kh, vh, kv_width, nc, g, ci, ng, j0, min(kChunk, pos - j0), stage + b * p.buf_halves);
+        if ((uint32_t)b < my_g) {
+            const uint32_t j0 = (s + (gid + (uint32_t)b * G) * nact) * kChunk;
+            stage_chunk(kh, vh, kv_width, nc, g, ci, ng, j0, min(kChunk, pos - j0), gstage + b * p.buf_halves);
         }
         cp_async_commit();
     }
-    for (uint32_t i = kStages; i < my_n && i < kStages + kPrefetchChunks; i++) {
-        const uint32_t j0 = (s + i * nact) * kChunk;
-        prefetch_chunk(kh, vh, kv_width, D, j0, min(kChunk, pos - j0));
+    for (uint32_t i = kStages; i < my_g && i < kStages + kPrefetchChunks; i++) {
+        const uint32_t j0 = (s + (gid + i * G) * nact) * kChunk;
+        prefetch_chunk(kh, vh, kv_width, D, j0, min(kChunk, pos - j0), gt);
     }
     /* q, k, v (written by the previous grid) and out: their lines are only hinted into L2, which
      * cannot return stale data, so the address translations are warm when the reads come */
@@ -231,11 +255,11 @@ __global__ void __launch_bounds__(kThreads, 2) dattn_kernel(const __grid_constan
         const uint32_t n_items = nq + nk + (owns_pos ? nc : 0u);
         const bool vec = p.vec != 0;
         float ssq = 0.0f, ssk = 0.0f;
-        for (uint32_t b0 = 0; b0 < n_items; b0 += kLd * kThreads) {
+        for (uint32_t b0 = 0; b0 < n_items; b0 += kLd * kThreads * G) {
             uint4 x[kLd];
 #pragma unroll
             for (int u = 0; u < kLd; u++) {
-                const uint32_t it = b0 + (uint32_t)u * kThreads + tid;
+                const uint32_t it = b0 + (uint32_t)u * kThreads * G + tid;
                 const uint16_t *src = it < nq        ? a.q + (size_t)(q_lo + it) * 8u
                                       : it < nq + nk ? a.k + (size_t)(k_lo + it - nq) * 8u
                                                      : a.v + (size_t)(hk * nc + it - nq - nk) * 8u;
@@ -243,7 +267,7 @@ __global__ void __launch_bounds__(kThreads, 2) dattn_kernel(const __grid_constan
             }
 #pragma unroll
             for (int u = 0; u < kLd; u++) {
-                const uint32_t it = b0 + (uint32_t)u * kThreads + tid;
+                const uint32_t it = b0 + (uint32_t)u * kThreads * G + tid;
                 if (it < nq) {
                     const uint32_t e = q_lo + it;
                     ssq = sumsq8(x[u], ssq);
@@ -273,7 +297,7 @@ __global__ void __launch_bounds__(kThreads, 2) dattn_kernel(const __grid_constan
         if (norm) { /* 1 / sqrt(mean(x^2) + eps) over the full widths */
             float tq = 0.0f, tk = 0.0f;
 #pragma unroll
-            for (uint32_t w = 0; w < kWarps; w++) {
+            for (uint32_t w = 0; w < kWarps * G; w++) {
                 tq += red[2u * w];
                 tk += red[2u * w + 1u];
             }
@@ -306,32 +330,32 @@ __global__ void __launch_bounds__(kThreads, 2) dattn_kernel(const __grid_constan
     for (int k = 0; k < 8; k++) qr[k] = li < nc ? qh[li * 8u + k] : 0.0f;
     /* value pass: thread (g, ci) takes dims ci * 8.. of positions g, g + ng, ... of each chunk */
     float m_run = -INFINITY, l_run = 0.0f, o[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (uint32_t i = 0; i < my_n; i++) {
-        const uint32_t j0 = (s + i * nact) * kChunk, nj = min(kChunk, n_pos - j0);
-        uint4 *kb = reinterpret_cast<uint4 *>(stage + (i % kStages) * p.buf_halves), *vb = kb + kChunk * nc;
+    for (uint32_t i = 0; i < my_g; i++) { /* the group's chunk i: the block's chunk gid + i * G */
+        const uint32_t bi = gid + i * G, j0 = (s + bi * nact) * kChunk, nj = min(kChunk, n_pos - j0);
+        uint4 *kb = reinterpret_cast<uint4 *>(gstage + (i % kStages) * p.buf_halves), *vb = kb + kChunk * nc;
         if (i == 0)
             cp_async_wait<kStages - 1>(); /* this thread's copies of chunk 0 */
         else
             cp_async_wait<kStages - 2>(); /* of chunk i (committed before or at i - kStages + 1) */
-        if (owns_pos && i == my_n - 1u) { /* the chunk of pos: its row (never copied) from kcur, vcur */
-            if (tid < nc)
-                kb[(pos - j0) * nc + tid] = kcur[tid];
-            else if (tid < 2u * nc)
-                vb[(pos - j0) * nc + tid - nc] = vcur[tid - nc];
+        if (owns_pos && bi == my_n - 1u) { /* the chunk of pos: its row (never copied) from kcur, vcur */
+            if (gt < nc)
+                kb[(pos - j0) * nc + gt] = kcur[gt];
+            else if (gt < 2u * nc)
+                vb[(pos - j0) * nc + gt - nc] = vcur[gt - nc];
         }
-        __syncthreads(); /* chunk i visible to all; all done with chunk i - 1 (buffer and sc) */
+        group_sync<G>(gid); /* chunk i visible to the group; all done with chunk i - 1 (buffer and sc) */
         if (i == 0 && tid == 0) HZ_TL_MARK(1);
         if (i >= 1) { /* refill the buffer chunk i - 1 used with chunk i - 1 + kStages */
             const uint32_t nxt = i - 1u + kStages;
-            if (nxt < my_n) {
-                const uint32_t jn = (s + nxt * nact) * kChunk;
+            if (nxt < my_g) {
+                const uint32_t jn = (s + (gid + nxt * G) * nact) * kChunk;
                 stage_chunk(kh, vh, kv_width, nc, g, ci, ng, jn, min(kChunk, pos - jn),
-                            stage + ((i - 1u) % kStages) * p.buf_halves);
+                            gstage + ((i - 1u) % kStages) * p.buf_halves);
             }
             cp_async_commit();
         }
-        chunk_scores<LPR>(kb, nc, p.scale, qr, nj, sc);
-        __syncthreads(); /* publishes sc */
+        chunk_scores<LPR>(kb, nc, p.scale, qr, nj, sc, gt);
+        group_sync<G>(gid); /* publishes sc */
         float mx = -INFINITY; /* every warp finds the chunk's maximum itself: same values, same result */
         for (uint32_t r = lane; r < nj; r += kWarp) mx = fmaxf(mx, sc[r]);
         const float m_new = fmaxf(m_run, warp_max(mx));
@@ -369,17 +393,29 @@ __global__ void __launch_bounds__(kThreads, 2) dattn_kernel(const __grid_constan
     cp_async_wait<0>(); /* nothing real is left in flight */
     if (tid == 0) HZ_TL_MARK(2);
     /* the buffer the last chunk did not use: its chunk (two back) is done, no copy targets it */
-    float *vpart = reinterpret_cast<float *>(stage + (my_n % kStages) * p.buf_halves);
+    float *vpart = reinterpret_cast<float *>(gstage + (my_g % kStages) * p.buf_halves);
     if (g < ng) {
 #pragma unroll
         for (int k = 0; k < 8; k++) vpart[g * D + ci * 8u + k] = o[k];
         if (ci == 0) lpart[g] = l_run;
     }
-    __syncthreads(); /* publishes vpart, lpart */
-    float L = 0.0f, od = 0.0f; /* dim tid (D <= threads) */
+    group_sync<G>(gid); /* publishes vpart, lpart */
+    float L = 0.0f, od = 0.0f; /* dim gt (D <= the threads of a group) */
     for (uint32_t gg = 0; gg < ng; gg++) L += lpart[gg];
-    if (tid < D)
-        for (uint32_t gg = 0; gg < ng; gg++) od += vpart[gg * D + tid];
+    if (gt < D)
+        for (uint32_t gg = 0; gg < ng; gg++) od += vpart[gg * D + gt];
+    if (G > 1u) { /* group 1's (m, l, o) merged into group 0's: M = max, weights expf(m_g - M) */
+        if (gt == 0) {
+            gm[gid] = m_run;
+            gl[gid] = L;
+        }
+        if (gid == 1u && gt < D) odx[gt] = od;
+        __syncthreads();
+        const float M = fmaxf(gm[0], gm[1]), w0 = expf(gm[0] - M), w1 = expf(gm[1] - M);
+        m_run = M;
+        L = gl[0] * w0 + gl[1] * w1;
+        if (tid < D) od = od * w0 + odx[tid] * w1; /* from here on only group 0 uses od */
+    }
     if (nact == 1u) { /* the combine of one split: M = m, L = l, weight expf(0) = 1 */
         if (tid < D) a.out[(size_t)h * D + tid] = f2h(od * (1.0f / L));
         return;
@@ -448,6 +484,10 @@ extern "C" uint32_t hz_decode_attention_splits(const hz_decode_dev *dev, uint32_
     return s ? s : 1u;
 }
 
+extern "C" uint32_t hz_decode_attention_groups(uint32_t pos) {
+    return pos < 2u * kSoloChunks * kChunk ? 2u : 1u;
+}
+
 extern "C" int hz_decode_attention_supported(uint32_t head_dim) {
     return head_dim >= 8u && head_dim % 8u == 0 && head_dim <= kMaxD;
 }
@@ -455,7 +495,7 @@ extern "C" int hz_decode_attention_supported(uint32_t head_dim) {
 extern "C" int hz_decode_attention(const hz_dattn_args *a, const hz_klaunch *k) {
     if (!a || !k || !a->q || !a->k || !a->v || !a->rope || !a->step || !a->kc || !a->vc || !a->out || !a->part ||
         !a->count || a->splits == 0 || a->splits > 65535u || a->heads == 0 || a->kv_heads == 0 ||
-        a->heads % a->kv_heads || (!a->q_norm != !a->k_norm))
+        a->heads % a->kv_heads || (!a->q_norm != !a->k_norm) || a->groups > 2u)
         return hz_error(HZ_EINVAL, "decode attention: bad arguments");
     if (!hz_decode_attention_supported(a->head_dim))
         return hz_error(HZ_EUNSUPPORTED, "decode attention: head_dim %u (a multiple of 8 up to 256)", a->head_dim);
@@ -468,18 +508,24 @@ extern "C" int hz_decode_attention(const hz_dattn_args *a, const hz_klaunch *k) 
     p.group = a->heads / a->kv_heads;
     p.nc = a->head_dim / 8u;
     p.ng = kThreads / p.nc;
+    const uint32_t G = a->groups == 2u ? 2u : 1u;
     p.buf_halves = 2u * kChunk * a->head_dim;
     if (p.buf_halves < kVpartHalves) p.buf_halves = kVpartHalves;
     p.vec = aligned16(a->q) && aligned16(a->k) && aligned16(a->v);
     /* the chunk buffers, which after the last chunk also hold the combine's weights and sums */
-    size_t smem = (size_t)kStages * p.buf_halves * sizeof(uint16_t);
+    size_t smem = (size_t)G * kStages * p.buf_halves * sizeof(uint16_t);
     if (smem < (size_t)a->splits * 2u * sizeof(float)) smem = (size_t)a->splits * 2u * sizeof(float);
     const uint32_t lpr = next_pow2(p.nc) < 8u ? 8u : next_pow2(p.nc);
-    void (*kern)(dattn_params) = lpr == 8u ? dattn_kernel<8> : lpr == 16u ? dattn_kernel<16> : dattn_kernel<32>;
+    void (*kern)(dattn_params) = G == 2u ? (lpr == 8u    ? dattn_kernel<8, 2>
+                                            : lpr == 16u ? dattn_kernel<16, 2>
+                                                         : dattn_kernel<32, 2>)
+                                         : (lpr == 8u    ? dattn_kernel<8, 1>
+                                            : lpr == 16u ? dattn_kernel<16, 1>
+                                                         : dattn_kernel<32, 1>);
     cudaError_t e = cudaSuccess;
     if (smem > (48u << 10)) /* above the default limit: opt in (cheap; legal during stream capture) */
         e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return cuda_fail(e, "cudaFuncSetAttribute (decode attention shared memory)");
-    e = launch(kern, a->heads, a->splits, kThreads, smem, k, p);
+    e = launch(kern, a->heads, a->splits, kThreads * G, smem, k, p);
     return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the decode attention");
 }

@@ -249,13 +249,17 @@ int hz_decode_router_cluster_supported(uint32_t *out);
  * full widths with q_norm / k_norm, two roundings), RoPE with the cos/sin row rope + pos * D (rotate
  * half, as forward.c); rotated k and plain v stored at row pos of kc / vc (this layer's cache
  * [max_ctx x kv_heads*D]); then per head softmax(q . k_j / sqrt(D)) over j = 0..pos and
- * out = fp16(sum_j p_j v_j). Positions are cut into chunks of HZ_DECODE_ATTN_CHUNK. Up to two
- * chunks (positions 0..127) are handled by one block per head, which writes `out` itself; from three
- * on, nact = min(splits, chunks) blocks per head take part, chunk c going to split c % nact, each
- * keeping running maxima, sums and FP32 outputs (online softmax: p_j = exp(s_j - m) * exp(m - M) / L
- * instead of exp(s_j - M) / L, equal up to FP32 rounding), and the last of them to finish combines
- * them in split order. The grid is heads x splits whatever the position (splits from
- * hz_decode_attention_splits for the session's max_context): blocks without a chunk leave at once.
+ * out = fp16(sum_j p_j v_j). Positions are cut into chunks of HZ_DECODE_ATTN_CHUNK. A block is made
+ * of `groups` (1 or 2; 0 means 1) groups of 256 threads; the block's chunk i goes to group i % groups,
+ * and the groups' partial results are merged in the block. Up to two chunks per group (positions
+ * 0..127 with one group, 0..255 with two) are handled by one block per head, which writes `out`
+ * itself; beyond, nact = min(splits, ceil(chunks / groups)) blocks per head take part, chunk c going
+ * to split c % nact, each keeping running maxima, sums and FP32 outputs (online softmax: p_j =
+ * exp(s_j - m) * exp(m - M) / L instead of exp(s_j - M) / L, equal up to FP32 rounding), and the last
+ * of them to finish combines them in split order. Any group count gives a correct result at any
+ * position; hz_decode_attention_groups says which is faster where. The grid is heads x splits whatever
+ * the position (splits from hz_decode_attention_splits for the session's max_context): blocks without
+ * a chunk leave at once.
  * `part` holds heads x splits x (D + 2) floats, `count` heads counters, zeroed once (they return to
  * zero after every launch).
  * Needs head_dim a multiple of 8, at most 256. */
@@ -272,7 +276,15 @@ typedef struct hz_dattn_args {
     float *part;
     uint32_t *count;
     uint32_t splits, heads, kv_heads, head_dim;
+    uint32_t groups; /* 0 or 1: blocks of one group of 256 threads; 2: of two */
 } hz_dattn_args;
+
+/* The group count that measured fastest for a step at position pos (positions 0..pos attended): 2
+ * while one two-group block holds all of them (pos < 256), where it spares the split blocks' combine
+ * through global memory; 1 beyond, where more blocks of one group each spread the chunks wider (H200,
+ * 2026-12-01, OLMoE-1B-7B layer shapes, step at positions ~200: 0.651 -> 0.638 ms; ~1,024: 0.704 ->
+ * 0.721 with two groups; doc/benchmarks.md, thirtieth round). */
+uint32_t hz_decode_attention_groups(uint32_t pos);
 
 uint32_t hz_decode_attention_splits(const hz_decode_dev *dev, uint32_t heads, uint32_t max_ctx);
 int hz_decode_attention_supported(uint32_t head_dim);

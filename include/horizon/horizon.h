@@ -421,6 +421,9 @@ int hz_session_logits(const hz_session *session, const float **out, uint32_t *ou
  *                      residency)", "eager (graph disabled)" or "eager (graph capture failed)";
  *   graph_fallback     null, or the reason the capture failed (then the steps run eagerly);
  *   decode_pdl, graph_kernels, graph_steps, eager_steps, attention_splits;
+ *   attention_groups   "by position" (the decode attention's blocks hold two groups of threads while
+ *                      all positions fit in one block, i.e. below position 256, one group beyond; the
+ *                      default) or "one" (HZ_GPU_ATTN_GROUPS=0 at session creation);
  *   steps_queued_ahead (whether hz_decode_step may queue the next step), steps_ahead_adopted,
  *                      steps_ahead_discarded;
  *   argmax_readback    "kernel store" (the argmax kernel writes the token to pinned memory) or "copy";

@@ -213,7 +213,7 @@ static void session_destroy(hz_session *s) {
     (void)be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
     hz_gpu_prefill_destroy(s);
     for (int p = 0; p < 2; p++) {
-        hz_decode_graph_destroy(g->graphs[p]);
+        for (int b = 0; b < 2; b++) hz_decode_graph_destroy(g->graphs[b][p]);
         if (g->step_done[p]) be->ops->event_destroy(be, g->step_done[p]);
     }
     for (int p = 0; p < 2; p++)
@@ -238,6 +238,11 @@ static void use_parity(hz_gpu_session *g, uint32_t p) {
     g->logits = g->logits_buf[p];
     g->h_argmax = g->h_argmax_slot[p];
     g->d_argmax = g->d_argmax_slot[p];
+}
+
+/* The attention band of the step at position pos (hz_gpu_session.graphs, attn_band). */
+static uint32_t attn_band_of(const hz_gpu_session *g, uint32_t pos) {
+    return g->attn_groups && hz_decode_attention_groups(pos) == 2u ? 0u : 1u;
 }
 
 static uint64_t layout_act(hz_session *s, hz_gpu_session *g, uint8_t *base) {
@@ -321,7 +326,10 @@ static float *rope_table(const hz_model_config *c, uint32_t ctx) {
  * - HZ_GPU_DEVICE_HITS: there, the gates resolve all-hit groups from the device's table of rows.
  * - HZ_GPU_PARTIAL_GRAPH: with those hits, the partial-residency step is captured as a graph.
  * - HZ_GPU_GATE_IN_ROUTER: the experts' gate run by the router's routing warp, not as a kernel.
- * All logits are bit-identical either way (test_model_gpu). */
+ * - HZ_GPU_ATTN_GROUPS: the attention kernel's group count follows the position (attn_band_of); off,
+ *   one group at every position. Logits differ in their last bits (the groups' partial sums are
+ *   merged in another order), within the same bound against the CPU path (test_model_gpu).
+ * All logits are bit-identical either way (test_model_gpu), except with HZ_GPU_ATTN_GROUPS. */
 static int env_on(const char *name) {
     uint32_t on = 1;
     hz_env_u32(name, 0, 1, &on);
@@ -351,6 +359,7 @@ static int session_create(hz_session *s) {
     g->route_cluster = env_on("HZ_GPU_ROUTE_CLUSTER");
     g->speculate = env_on("HZ_GPU_SPECULATE");
     g->route_ready = env_on("HZ_GPU_ROUTE_READY");
+    g->attn_groups = env_on("HZ_GPU_ATTN_GROUPS");
     const uint64_t act_bytes = layout_act(s, g, NULL);
     const uint64_t kv_bytes = (uint64_t)c->layers * s->max_context * c->kv_heads * c->head_dim * sizeof(hz_f16);
     const uint32_t K = c->top_k, rows_n = m->group_limit > K ? m->group_limit : K;
@@ -970,7 +979,8 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
         hz_dattn_args aa = {.q = g->q, .k = g->k, .v = g->v, .q_norm = w->q_norm, .k_norm = w->k_norm,
                             .eps = c->rms_eps, .rope = g->rope, .step = g->dstep, .kc = g->kc + kv_layer,
                             .vc = g->vc + kv_layer, .out = g->att, .part = g->attn_part, .count = g->attn_count,
-                            .splits = g->attn_splits, .heads = Hq, .kv_heads = Hkv, .head_dim = D};
+                            .splits = g->attn_splits, .heads = Hq, .kv_heads = Hkv, .head_dim = D,
+                            .groups = g->attn_band == 0 ? 2u : 1u};
         CALL(hz_decode_attention(&aa, &kl));
         hz_dgemv_args oa = {.seg = {{w->wo, w->bo, g->proj, H, 0}}, .nseg = 1, .in = QD, .x_mode = HZ_DGEMV_X_PLAIN,
                             .x = g->att};
@@ -1081,13 +1091,14 @@ static int queue_argmax_copy(hz_session *s, uint32_t p) {
                                HZ_PURPOSE_ACTIVATION);
 }
 
-/* Captures the whole full-residency step, once per position parity (graphs[p] writes logits_buf[p]):
- * begin (token and position as kernel parameters, set again at every replay), the layers, lm_head and
- * argmax. Nothing is executed by the capture. */
+/* Captures the whole full-residency step, once per attention band and position parity (graphs[b][p]
+ * writes logits_buf[p]): begin (token and position as kernel parameters, set again at every replay),
+ * the layers, lm_head and argmax. Nothing is executed by the capture. */
 static void graph_capture(hz_session *s) {
     hz_gpu_session *g = s->gpu;
     const uint32_t cur = g->logits == g->logits_buf[1];
-    for (uint32_t p = 0; p < 2; p++) {
+    for (uint32_t bp = 0; bp < 4; bp++) {
+        const uint32_t b = bp >> 1, p = bp & 1u;
         void *cs = NULL;
         int st = hz_decode_graph_begin_capture(s->model->gpu->queue, &cs);
         if (st) {
@@ -1096,14 +1107,15 @@ static void graph_capture(hz_session *s) {
         }
         use_parity(g, p);
         g->capturing = 1;
+        g->attn_band = b;
         int est = hz_decode_begin(0, 0, g->dstep, cs);
         if (!est) est = enqueue_step(s, 1, cs);
         g->capturing = 0;
         use_parity(g, cur);
         char why[sizeof g->graph_why] = "";
         if (est) snprintf(why, sizeof why, "%s", hz_last_error_message());
-        st = hz_decode_graph_end_capture(cs, est == HZ_OK, &g->graphs[p]);
-        if (est || st || !g->graphs[p]) {
+        st = hz_decode_graph_end_capture(cs, est == HZ_OK, &g->graphs[b][p]);
+        if (est || st || !g->graphs[b][p]) {
             graph_failed(g, est ? why : hz_last_error_message());
             return;
         }
@@ -1111,13 +1123,14 @@ static void graph_capture(hz_session *s) {
     g->graph_state = 1;
 }
 
-/* Queues the step at position pos ahead (graphs[pos & 1], its token the device's argmax of the step
+/* Queues the step at position pos ahead (its graph, its token the device's argmax of the step
  * before), its argmax copy into h_argmax_slot[pos & 1] and the event after it. */
 static int spec_launch(hz_session *s, uint32_t pos) {
     hz_gpu_session *g = s->gpu;
     hz_backend *be = s->model->gpu->be;
     const int p = (int)(pos & 1u);
-    int st = hz_decode_graph_launch(g->graphs[p], 0, pos, g->dstep, g->argmax, s->model->gpu->queue);
+    int st = hz_decode_graph_launch(g->graphs[attn_band_of(g, pos)][p], 0, pos, g->dstep, g->argmax,
+                                    s->model->gpu->queue);
     if (!st) g->epoch++;
     if (!st) st = queue_argmax_copy(s, (uint32_t)p);
     if (!st) st = be->ops->event_record(be, g->step_done[p], HZ_QUEUE_COMPUTE);
@@ -1187,7 +1200,7 @@ static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
     const int graphable = last && g->use_graph && (gm->full || (hits && g->partial_graph));
     if (graphable && g->graph_state == 2) graph_capture(s);
     if (graphable && g->graph_state == 1) {
-        int st = hz_decode_graph_launch(g->graphs[pos & 1u], token, pos, g->dstep, NULL, q);
+        int st = hz_decode_graph_launch(g->graphs[attn_band_of(g, pos)][pos & 1u], token, pos, g->dstep, NULL, q);
         if (st) return hz_error_prefix(st, "decode step at position %u", pos);
         g->epoch++;
         g->graph_steps++;
@@ -1204,6 +1217,7 @@ static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
     } else {
         CALL(hz_decode_begin(token, pos, g->dstep, q));
         g->epoch++;
+        g->attn_band = attn_band_of(g, pos);
         int st = enqueue_step(s, last, q);
         if (st) return hz_error_prefix(st, "decode step at position %u", pos);
         g->eager_steps++;
@@ -1292,6 +1306,16 @@ void hz_gpu_logits_invalidate(hz_session *s) {
     if (s->gpu) s->gpu->logits_on_host = 0;
 }
 
+/* Forgets the captured graphs (no replay may be in flight): the next steps capture again. */
+static void drop_graphs(hz_gpu_session *g) {
+    for (int b = 0; b < 2; b++)
+        for (int p = 0; p < 2; p++) {
+            hz_decode_graph_destroy(g->graphs[b][p]);
+            g->graphs[b][p] = NULL;
+        }
+    g->graph_state = 0;
+}
+
 int hz_gpu_session_set_decode(hz_session *s, int graph, int pdl, uint32_t splits) {
     hz_gpu_session *g = s ? s->gpu : NULL;
     if (!g) return hz_error(HZ_EINVAL, "hz_gpu_session_set_decode: not a cuda session");
@@ -1303,16 +1327,30 @@ int hz_gpu_session_set_decode(hz_session *s, int graph, int pdl, uint32_t splits
     if (st) return st;
     if (g->spec_inflight) g->spec_discarded++;
     g->spec_inflight = 0;
-    for (int p = 0; p < 2; p++) {
-        hz_decode_graph_destroy(g->graphs[p]);
-        g->graphs[p] = NULL;
-    }
-    g->graph_state = 0;
+    drop_graphs(g);
     g->graph_why[0] = '\0';
     g->use_graph = graph != 0;
     g->use_pdl = pdl != 0;
     g->attn_splits = splits ? splits : max_splits;
     return HZ_OK;
+}
+
+int hz_gpu_session_set_attention_groups(hz_session *s, int on) {
+    hz_gpu_session *g = s ? s->gpu : NULL;
+    if (!g) return hz_error(HZ_EINVAL, "hz_gpu_session_set_attention_groups: not a cuda session");
+    hz_backend *be = s->model->gpu->be;
+    int st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE); /* no replay of the old graphs is in flight */
+    if (st) return st;
+    if (g->spec_inflight) g->spec_discarded++;
+    g->spec_inflight = 0;
+    drop_graphs(g);
+    g->attn_groups = on != 0;
+    return HZ_OK;
+}
+
+hz_decode_graph *hz_gpu_session_graph(const hz_session *s, uint32_t pos) {
+    const hz_gpu_session *g = s ? s->gpu : NULL;
+    return g && g->graph_state == 1 ? g->graphs[attn_band_of(g, pos)][pos & 1u] : NULL;
 }
 
 int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
@@ -1333,14 +1371,15 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
     const int mirror = route_mirrored(s, route_placement(s));
     int k = snprintf(buf, n,
                      ",\"decode_path\":\"%s\",\"decode_pdl\":%s,\"graph_kernels\":%u,\"graph_steps\":%llu,"
-                     "\"eager_steps\":%llu,\"attention_splits\":%u,\"steps_queued_ahead\":%s,"
+                     "\"eager_steps\":%llu,\"attention_splits\":%u,\"attention_groups\":\"%s\",\"steps_queued_ahead\":%s,"
                      "\"steps_ahead_adopted\":%llu,\"steps_ahead_discarded\":%llu,\"argmax_readback\":\"%s\","
                      "\"router_tail\":\"%s\",\"experts_start\":\"%s\",\"expert_kernels\":\"%s\",\"shared_down_start\":%s,"
                      "\"routing_readback\":\"%s\",\"routing_stored\":%llu,\"experts_queued\":\"%s\","
                      "\"experts_gate\":%s,\"experts_gated\":%llu,\"gate_hits\":%llu,\"gates_waited\":%llu,\"gate_table_copies\":%llu,"
                      "\"graph_fallback\":%s%s%s",
-                     path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graphs[0]),
+                     path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graphs[0][0]),
                      (unsigned long long)g->graph_steps, (unsigned long long)g->eager_steps, g->attn_splits,
+                     g->attn_groups ? "by position" : "one",
                      g->speculate ? "true" : "false", (unsigned long long)g->spec_adopted,
                      (unsigned long long)g->spec_discarded, g->d_argmax_slot[0] ? "kernel store" : "copy",
                      route_placement_name(route_placement(s)),

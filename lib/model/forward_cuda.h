@@ -76,10 +76,17 @@ struct hz_gpu_session {
     int graph_state;       /* 0 no full-residency last-token step yet, 2 one ran eagerly (the next is
                               captured), 1 captured, -1 capture failed: eager from then on */
     char graph_why[200];   /* why the capture failed */
-    /* Full residency: the whole step (embedding .. argmax), captured twice: graphs[p] runs the steps
-     * at positions of parity p and writes its logits to logits_buf[p], so that a step queued ahead
-     * (below) leaves the logits of the step before it intact. */
-    hz_decode_graph *graphs[2];
+    /* Full residency: the whole step (embedding .. argmax), captured four times: graphs[b][p] runs the
+     * steps at positions of parity p in attention band b (attn_band_of) and writes its logits to
+     * logits_buf[p], so that a step queued ahead (below) leaves the logits of the step before it
+     * intact. */
+    hz_decode_graph *graphs[2][2];
+    /* The attention kernel's group count by position (hz_decode_attention_groups): band 0 runs two
+     * groups, band 1 one; with attn_groups off (HZ_GPU_ATTN_GROUPS=0, or
+     * hz_gpu_session_set_attention_groups) every position is in band 1. attn_band: the band of the
+     * step being queued or captured. */
+    int attn_groups;
+    uint32_t attn_band;
     float *logits_buf[2];   /* device; `logits` points to the one of the last run */
     int32_t *h_argmax_slot[2]; /* pinned: the argmax of the steps at positions of parity p */
     /* The slots' device addresses: the argmax kernel stores the token there itself, so no copy sits
@@ -183,6 +190,12 @@ void hz_gpu_logits_invalidate(hz_session *s);
  * dependent launch between the kernels (pdl); splits != 0 overrides the attention's split count (at
  * most the default one, for tests). A captured graph is dropped and captured again. */
 int hz_gpu_session_set_decode(hz_session *s, int graph, int pdl, uint32_t splits);
+/* Tests and benchmarks: on (the default) the attention kernel's group count follows the position
+ * (hz_decode_attention_groups); off, it is one group at every position. Drops the captured graphs (the
+ * next steps capture again). HZ_EINVAL for a session not on cuda. */
+int hz_gpu_session_set_attention_groups(hz_session *s, int on);
+/* Benchmarks: the captured graph that runs the step at position pos (NULL before the capture). */
+hz_decode_graph *hz_gpu_session_graph(const hz_session *s, uint32_t pos);
 /* The session's decode path for its stats JSON: `,"decode_path":...` appended to buf (n bytes). */
 int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n);
 

@@ -810,13 +810,14 @@ static double time_steps(hz_session *s, uint32_t from, uint32_t n, int32_t *tok,
  * 0 when the session has no graph. The position does not advance. */
 static double time_replays(hz_session *s, uint32_t n, int32_t tok) {
     hz_gpu_session *g = s->gpu;
-    if (!g || g->graph_state != 1 || !g->graphs[0] || !g->graphs[1]) return 0;
-    cudaStream_t q = (cudaStream_t)s->model->gpu->queue;
     const uint32_t pos = hz_session_position(s);
-    int st = hz_decode_graph_launch(g->graphs[pos & 1u], tok, pos, g->dstep, NULL, q); /* warm */
+    hz_decode_graph *graph = g ? hz_gpu_session_graph(s, pos) : NULL;
+    if (!graph) return 0;
+    cudaStream_t q = (cudaStream_t)s->model->gpu->queue;
+    int st = hz_decode_graph_launch(graph, tok, pos, g->dstep, NULL, q); /* warm */
     if (!st && cudaStreamSynchronize(q) != cudaSuccess) st = HZ_EDEVICE;
     double t0 = hz_now_seconds();
-    for (uint32_t i = 0; i < n && !st; i++) st = hz_decode_graph_launch(g->graphs[pos & 1u], tok, pos, g->dstep, NULL, q);
+    for (uint32_t i = 0; i < n && !st; i++) st = hz_decode_graph_launch(graph, tok, pos, g->dstep, NULL, q);
     if (!st && cudaStreamSynchronize(q) != cudaSuccess) st = HZ_EDEVICE;
     double dt = hz_now_seconds() - t0;
     if (st) {

@@ -48,8 +48,9 @@
  *     argmax as its token before it returns): same tokens and bit-identical logits as a session without
  *     it, through a greedy chain, a step with another token, a prefill and a reset in the middle;
  *   - long context: 200 teacher-forced steps (positions past several attention chunks of 64) against
- *     the CPU path within GPU_REL_BOUND per step, with the default split count of the attention and
- *     with 1 and 3 splits (one block walking every chunk; splits that do not divide the chunks).
+ *     the CPU path within GPU_REL_BOUND per step: with the attention's group count by position (two
+ *     groups per block: every position's chunks in one block), and with one group at the default split
+ *     count and at 1 and 3 splits (one block walking every chunk; splits that do not divide the chunks).
  * It prints decode tokens/s for each configuration (tiny models: launch-bound, not a bandwidth figure).
  * HZ_MODEL_GPU_PARTS (a comma-separated subset of run,modes,queued,long; default all) runs only those
  * checks, so that compute-sanitizer, which makes every kernel slow, can cover the test in pieces that
@@ -548,8 +549,9 @@ static void check_queued_ahead(const char *path, const char *arch) {
 }
 
 /* N_LONG teacher-forced decode steps on the cpu and on cuda:0 (full residency, graph), logits compared
- * at every step; `splits` overrides the attention's split count (0: default). */
-static void check_long_context(const char *path, const char *arch, uint32_t splits) {
+ * at every step; `splits` overrides the attention's split count (0: default); `groups`: the attention's
+ * group count by position (1) or one group everywhere (0). */
+static void check_long_context(const char *path, const char *arch, uint32_t splits, int groups) {
     stack ref, g;
     if (stack_open(&ref, path, "cpu", 0, "reference")) return;
     if (stack_open(&g, path, "cuda:0", 0, "grouped")) {
@@ -558,6 +560,8 @@ static void check_long_context(const char *path, const char *arch, uint32_t spli
     }
     int st = hz_gpu_session_set_decode(g.s, 1, 1, splits);
     if (st) FAILF("%s: set_decode(splits %u): %s", arch, splits, hz_last_error_message());
+    if (!st) st = hz_gpu_session_set_attention_groups(g.s, groups);
+    if (st) FAILF("%s: set_attention_groups(%d): %s", arch, groups, hz_last_error_message());
     const uint32_t V = ref.vocab;
     const int n_long = getenv("HZ_MODEL_GPU_QUICK") ? 72 : N_LONG; /* under compute-sanitizer: 2 chunks */
     double worst = 0;
@@ -584,12 +588,14 @@ static void check_long_context(const char *path, const char *arch, uint32_t spli
     char dp[64];
     uint64_t gsteps = decode_path(g.s, dp, sizeof dp);
     uint32_t used = splits;
-    if (!used) {
-        char *js = NULL;
-        if (hz_session_stats_json(g.s, &js) == HZ_OK) {
-            used = (uint32_t)json_u64(js, "attention_splits");
-            hz_free(js);
-        }
+    char *js = NULL;
+    if (hz_session_stats_json(g.s, &js) == HZ_OK) {
+        if (!used) used = (uint32_t)json_u64(js, "attention_splits");
+        const char *want = groups ? "\"attention_groups\":\"by position\"" : "\"attention_groups\":\"one\"";
+        if (!strstr(js, want)) FAILF("%s long context: the stats do not say %s: %s", arch, want, js);
+        hz_free(js);
+    } else {
+        FAILF("%s long context: stats: %s", arch, hz_last_error_message());
     }
     if (!st) {
         if (!(worst <= GPU_REL_BOUND))
@@ -598,9 +604,9 @@ static void check_long_context(const char *path, const char *arch, uint32_t spli
         if (strcmp(dp, "graph") != 0 || gsteps != (uint64_t)n_long - 1u) /* the first step runs eagerly */
             FAILF("%s long context: decode path \"%s\", %llu graph steps of %d", arch, dp, (unsigned long long)gsteps,
                   n_long);
-        printf("%s: cuda:0 long context %d positions, %u attention splits (chunks of %u): max rel err %.3e "
-               "(step %d), %d greedy picks differ (near ties allowed: logits within bound)\n",
-               arch, n_long, used, HZ_DECODE_ATTN_CHUNK, worst, worst_step, flips);
+        printf("%s: cuda:0 long context %d positions, attention groups %s, %u splits (chunks of %u): max rel "
+               "err %.3e (step %d), %d greedy picks differ (near ties allowed: logits within bound)\n",
+               arch, n_long, groups ? "by position" : "one", used, HZ_DECODE_ATTN_CHUNK, worst, worst_step, flips);
     }
     stack_close(&g);
     stack_close(&ref);
@@ -665,7 +671,8 @@ int main(void) {
     if (part_on("long"))
         for (int a = 0; a < 2; a++) {
             static const uint32_t splits[3] = {0, 1, 3};
-            for (int k = 0; k < 3; k++) check_long_context(path[a], a ? "qwen2moe" : "olmoe", splits[k]);
+            check_long_context(path[a], a ? "qwen2moe" : "olmoe", 0, 1);
+            for (int k = 0; k < 3; k++) check_long_context(path[a], a ? "qwen2moe" : "olmoe", splits[k], 0);
         }
     tiny_rmdir(dir);
     free(dir);
