@@ -150,19 +150,6 @@ __device__ __forceinline__ void chunk_scores(const uint4 *kb, uint32_t nc, float
     }
 }
 
-/* A barrier over the kThreads threads of group `gid` only: __syncthreads with one group, else the named
- * barrier 1 + gid (0 is __syncthreads's). */
-template <uint32_t G>
-__device__ __forceinline__ void group_sync(uint32_t gid) {
-    static_assert(kThreads == 256u, "the named barriers below count 256 threads");
-    if (G == 1u)
-        __syncthreads();
-    else if (gid == 0)
-        asm volatile("bar.sync 1, 256;" ::: "memory");
-    else
-        asm volatile("bar.sync 2, 256;" ::: "memory");
-}
-
 /* Grid (heads, splits): blockIdx.x = head, so the blocks that short contexts use (split 0 of every
  * head) are scheduled first. Split s of the nact active ones takes chunks s, s + nact, ... of positions
  * 0..pos, keeps a running max m (block-uniform) and per-thread sums l, o (online softmax), sums l and
@@ -201,6 +188,7 @@ __global__ void __launch_bounds__(kThreads * G, G == 1u ? 2 : 1) dattn_kernel(co
     const bool first_head = h % p.group == 0, norm = a.q_norm != nullptr;
     /* the block's chunk i goes to group i % G, as the group's chunk i / G */
     const uint32_t my_g = G == 1u ? my_n : my_n > gid ? (my_n - gid + G - 1u) / G : 0u;
+    const uint32_t rounds = (my_n + G - 1u) / G; /* group 0's chunks, the most any group has */
     uint16_t *gstage = stage + (size_t)gid * kStages * p.buf_halves;
     const uint16_t *kh = a.kc + (size_t)hk * D, *vh = a.vc + (size_t)hk * D;
 
@@ -330,20 +318,23 @@ __global__ void __launch_bounds__(kThreads * G, G == 1u ? 2 : 1) dattn_kernel(co
     for (int k = 0; k < 8; k++) qr[k] = li < nc ? qh[li * 8u + k] : 0.0f;
     /* value pass: thread (g, ci) takes dims ci * 8.. of positions g, g + ng, ... of each chunk */
     float m_run = -INFINITY, l_run = 0.0f, o[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (uint32_t i = 0; i < my_g; i++) { /* the group's chunk i: the block's chunk gid + i * G */
-        const uint32_t bi = gid + i * G, j0 = (s + bi * nact) * kChunk, nj = min(kChunk, n_pos - j0);
+    /* The groups walk their chunks in step, behind the block's barriers; in the last round a group
+     * with one chunk fewer only takes part in them (act false). */
+    for (uint32_t i = 0; i < rounds; i++) { /* the group's chunk i: the block's chunk gid + i * G */
+        const bool act = i < my_g;
+        const uint32_t bi = gid + i * G, j0 = (s + bi * nact) * kChunk, nj = act ? min(kChunk, n_pos - j0) : 0u;
         uint4 *kb = reinterpret_cast<uint4 *>(gstage + (i % kStages) * p.buf_halves), *vb = kb + kChunk * nc;
         if (i == 0)
             cp_async_wait<kStages - 1>(); /* this thread's copies of chunk 0 */
         else
             cp_async_wait<kStages - 2>(); /* of chunk i (committed before or at i - kStages + 1) */
-        if (owns_pos && bi == my_n - 1u) { /* the chunk of pos: its row (never copied) from kcur, vcur */
+        if (act && owns_pos && bi == my_n - 1u) { /* the chunk of pos: its row (never copied) from kcur, vcur */
             if (gt < nc)
                 kb[(pos - j0) * nc + gt] = kcur[gt];
             else if (gt < 2u * nc)
                 vb[(pos - j0) * nc + gt - nc] = vcur[gt - nc];
         }
-        group_sync<G>(gid); /* chunk i visible to the group; all done with chunk i - 1 (buffer and sc) */
+        __syncthreads(); /* chunk i visible to all; all done with chunk i - 1 (buffer and sc) */
         if (i == 0 && tid == 0) HZ_TL_MARK(1);
         if (i >= 1) { /* refill the buffer chunk i - 1 used with chunk i - 1 + kStages */
             const uint32_t nxt = i - 1u + kStages;
@@ -354,8 +345,9 @@ __global__ void __launch_bounds__(kThreads * G, G == 1u ? 2 : 1) dattn_kernel(co
             }
             cp_async_commit();
         }
-        chunk_scores<LPR>(kb, nc, p.scale, qr, nj, sc, gt);
-        group_sync<G>(gid); /* publishes sc */
+        if (act) chunk_scores<LPR>(kb, nc, p.scale, qr, nj, sc, gt);
+        __syncthreads(); /* publishes sc */
+        if (!act) continue; /* group-uniform: no barrier below in this round */
         float mx = -INFINITY; /* every warp finds the chunk's maximum itself: same values, same result */
         for (uint32_t r = lane; r < nj; r += kWarp) mx = fmaxf(mx, sc[r]);
         const float m_new = fmaxf(m_run, warp_max(mx));
@@ -399,7 +391,7 @@ __global__ void __launch_bounds__(kThreads * G, G == 1u ? 2 : 1) dattn_kernel(co
         for (int k = 0; k < 8; k++) vpart[g * D + ci * 8u + k] = o[k];
         if (ci == 0) lpart[g] = l_run;
     }
-    group_sync<G>(gid); /* publishes vpart, lpart */
+    __syncthreads(); /* publishes vpart, lpart */
     float L = 0.0f, od = 0.0f; /* dim gt (D <= the threads of a group) */
     for (uint32_t gg = 0; gg < ng; gg++) L += lpart[gg];
     if (gt < D)
