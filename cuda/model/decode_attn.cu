@@ -8,16 +8,17 @@
  *     to split c % nact (the others leave at once), except that up to kSoloChunks chunks per group stay
  *     in one block, which then writes `out` itself, with no partial results, fence or counter;
  *   - a block is G groups of kThreads (G = hz_dattn_args.groups, 1 or 2): the block's chunk i goes to
- *     group i % G, each group walks its chunks behind barriers of its own (named barriers), and the
- *     groups' (m, l, o) are merged in shared memory, so two groups hold 4 chunks (256 positions) in
- *     one block without the split blocks' combine through global memory;
+ *     group i % G, the groups walk their chunks in step behind the block's barriers, and their
+ *     (m, l, o) are merged in shared memory, so two groups hold 4 chunks (256 positions) in one block
+ *     without the split blocks' combine through global memory. (A named barrier per group instead drew
+ *     racecheck hazards that were not explained; doc/benchmarks.md, thirtieth round.)
  *   - the cached K/V rows of a block's first kStages chunks are copied into shared memory (cp.async)
  *     before the wait on the q/k/v projection, rows of later chunks pulled into L2; the rope row and
  *     the norm weights are loaded then too. After the wait, q, k and v are read in one round trip,
  *     both q/k norm sums of squares reduced by one barrier, and the rows kept in shared memory;
  *   - per chunk: two barriers. Scores go to shared memory; then every warp finds the chunk's maximum
  *     itself and each thread folds its own positions into running (l, o) partials, which are summed
- *     over the block once, after the last chunk;
+ *     over its group once, after the last chunk;
  *   - the lanes per K row are a compile-time constant, so the score pass is straight-line code with
  *     all its loads and shuffles in flight together. */
 #include <cmath>
