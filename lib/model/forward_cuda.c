@@ -1306,14 +1306,22 @@ void hz_gpu_logits_invalidate(hz_session *s) {
     if (s->gpu) s->gpu->logits_on_host = 0;
 }
 
-/* Forgets the captured graphs (no replay may be in flight): the next steps capture again. */
-static void drop_graphs(hz_gpu_session *g) {
+/* Waits for the compute queue (no replay of the old graphs, no step queued ahead is in flight), forgets
+ * the step queued ahead and the captured graphs: the next steps capture again. */
+static int graphs_reset(hz_session *s) {
+    hz_gpu_session *g = s->gpu;
+    hz_backend *be = s->model->gpu->be;
+    int st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
+    if (st) return st;
+    if (g->spec_inflight) g->spec_discarded++;
+    g->spec_inflight = 0;
     for (int b = 0; b < 2; b++)
         for (int p = 0; p < 2; p++) {
             hz_decode_graph_destroy(g->graphs[b][p]);
             g->graphs[b][p] = NULL;
         }
     g->graph_state = 0;
+    return HZ_OK;
 }
 
 int hz_gpu_session_set_decode(hz_session *s, int graph, int pdl, uint32_t splits) {
@@ -1322,12 +1330,8 @@ int hz_gpu_session_set_decode(hz_session *s, int graph, int pdl, uint32_t splits
     const uint32_t max_splits = hz_decode_attention_splits(&s->model->gpu->dev, s->model->cfg.heads, s->max_context);
     if (splits > max_splits)
         return hz_error(HZ_EINVAL, "hz_gpu_session_set_decode: %u attention splits (at most %u)", splits, max_splits);
-    hz_backend *be = s->model->gpu->be;
-    int st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE); /* no replay of the old graph is in flight */
+    int st = graphs_reset(s);
     if (st) return st;
-    if (g->spec_inflight) g->spec_discarded++;
-    g->spec_inflight = 0;
-    drop_graphs(g);
     g->graph_why[0] = '\0';
     g->use_graph = graph != 0;
     g->use_pdl = pdl != 0;
@@ -1338,12 +1342,8 @@ int hz_gpu_session_set_decode(hz_session *s, int graph, int pdl, uint32_t splits
 int hz_gpu_session_set_attention_groups(hz_session *s, int on) {
     hz_gpu_session *g = s ? s->gpu : NULL;
     if (!g) return hz_error(HZ_EINVAL, "hz_gpu_session_set_attention_groups: not a cuda session");
-    hz_backend *be = s->model->gpu->be;
-    int st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE); /* no replay of the old graphs is in flight */
+    int st = graphs_reset(s);
     if (st) return st;
-    if (g->spec_inflight) g->spec_discarded++;
-    g->spec_inflight = 0;
-    drop_graphs(g);
     g->attn_groups = on != 0;
     return HZ_OK;
 }
