@@ -1,6 +1,7 @@
 /* The decode kernels' launchers refuse bad arguments with HZ_EINVAL and a message naming the kernel,
  * before they touch the device: the router tail in its own kernel (hz_model_route) and the experts'
- * gate, as a kernel of its own (hz_decode_gate) and inside the router (hz_dgemv_args.gate). Built with
+ * gate, as a kernel of its own (hz_decode_gate) and inside the router (hz_dgemv_args.gate), and the
+ * decode attention (hz_decode_attention). Built with
  * CUDA and run without a device (CI): every case below lacks one thing a valid call has, so none
  * reaches a launch. */
 #include <setjmp.h>
@@ -109,11 +110,37 @@ static void test_gate_in_router_args(void **state) {
     assert_refused(hz_decode_gemv(&a, NULL, &kl), "gate");
 }
 
+/* The decode attention: a group count other than 0, 1 or 2 is refused before any launch; the group
+ * count by position changes at 256 (every chunk of 64 in one two-group block below it); the session
+ * switches refuse a session that is not on cuda. */
+static void test_attention_args(void **state) {
+    (void)state;
+    static uint16_t q[8], kv[8], out[8];
+    static float rope[8], part[8];
+    static uint32_t count[1];
+    static hz_dstep step;
+    const hz_klaunch kl = {NULL, 0};
+    hz_dattn_args a = {.q = q, .k = q, .v = q, .rope = rope, .step = &step, .kc = kv, .vc = kv, .out = out,
+                       .part = part, .count = count, .splits = 1, .heads = 1, .kv_heads = 1, .head_dim = 8,
+                       .groups = 3};
+    assert_refused(hz_decode_attention(&a, &kl), "decode attention");
+    a.groups = 2;
+    a.q_norm = q; /* q norm without k norm */
+    assert_refused(hz_decode_attention(&a, &kl), "decode attention");
+    assert_int_equal(hz_decode_attention_groups(0), 2);
+    assert_int_equal(hz_decode_attention_groups(255), 2);
+    assert_int_equal(hz_decode_attention_groups(256), 1);
+    assert_int_equal(hz_decode_attention_groups(UINT32_MAX), 1);
+    assert_refused(hz_gpu_session_set_attention_groups(NULL, 1), "set_attention_groups");
+    assert_null(hz_gpu_session_graph(NULL, 0));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_route_args),
         cmocka_unit_test(test_gate_kernel_args),
         cmocka_unit_test(test_gate_in_router_args),
+        cmocka_unit_test(test_attention_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
