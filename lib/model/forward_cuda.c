@@ -240,9 +240,14 @@ static void use_parity(hz_gpu_session *g, uint32_t p) {
     g->d_argmax = g->d_argmax_slot[p];
 }
 
-/* The attention band of the step at position pos (hz_gpu_session.graphs, attn_band). */
-static uint32_t attn_band_of(const hz_gpu_session *g, uint32_t pos) {
-    return g->attn_groups && hz_decode_attention_groups(pos) == 2u ? 0u : 1u;
+/* The attention kernel's group count for the step at position pos (hz_gpu_session.step_groups). */
+static uint32_t step_groups_at(const hz_gpu_session *g, uint32_t pos) {
+    return g->attn_groups ? hz_decode_attention_groups(pos) : 1u;
+}
+
+/* The captured graph that runs the step at position pos. */
+static hz_decode_graph *graph_at(const hz_gpu_session *g, uint32_t pos) {
+    return g->graphs[step_groups_at(g, pos) - 1u][pos & 1u];
 }
 
 static uint64_t layout_act(hz_session *s, hz_gpu_session *g, uint8_t *base) {
@@ -326,7 +331,7 @@ static float *rope_table(const hz_model_config *c, uint32_t ctx) {
  * - HZ_GPU_DEVICE_HITS: there, the gates resolve all-hit groups from the device's table of rows.
  * - HZ_GPU_PARTIAL_GRAPH: with those hits, the partial-residency step is captured as a graph.
  * - HZ_GPU_GATE_IN_ROUTER: the experts' gate run by the router's routing warp, not as a kernel.
- * - HZ_GPU_ATTN_GROUPS: the attention kernel's group count follows the position (attn_band_of); off,
+ * - HZ_GPU_ATTN_GROUPS: the attention kernel's group count follows the position (step_groups_at); off,
  *   one group at every position. Logits differ in their last bits (the groups' partial sums are
  *   merged in another order), within the same bound against the CPU path (test_model_gpu).
  * All logits are bit-identical either way (test_model_gpu), except with HZ_GPU_ATTN_GROUPS. */
@@ -980,7 +985,7 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
                             .eps = c->rms_eps, .rope = g->rope, .step = g->dstep, .kc = g->kc + kv_layer,
                             .vc = g->vc + kv_layer, .out = g->att, .part = g->attn_part, .count = g->attn_count,
                             .splits = g->attn_splits, .heads = Hq, .kv_heads = Hkv, .head_dim = D,
-                            .groups = g->attn_band == 0 ? 2u : 1u};
+                            .groups = g->step_groups};
         CALL(hz_decode_attention(&aa, &kl));
         hz_dgemv_args oa = {.seg = {{w->wo, w->bo, g->proj, H, 0}}, .nseg = 1, .in = QD, .x_mode = HZ_DGEMV_X_PLAIN,
                             .x = g->att};
@@ -1091,8 +1096,8 @@ static int queue_argmax_copy(hz_session *s, uint32_t p) {
                                HZ_PURPOSE_ACTIVATION);
 }
 
-/* Captures the whole full-residency step, once per attention band and position parity (graphs[b][p]
- * writes logits_buf[p]): begin (token and position as kernel parameters, set again at every replay),
+/* Captures the whole full-residency step, once per attention group count and position parity
+ * (graphs[groups - 1][p] writes logits_buf[p]): begin (token and position as kernel parameters, set again at every replay),
  * the layers, lm_head and argmax. Nothing is executed by the capture. */
 static void graph_capture(hz_session *s) {
     hz_gpu_session *g = s->gpu;
@@ -1107,7 +1112,7 @@ static void graph_capture(hz_session *s) {
         }
         use_parity(g, p);
         g->capturing = 1;
-        g->attn_band = b;
+        g->step_groups = b + 1u;
         int est = hz_decode_begin(0, 0, g->dstep, cs);
         if (!est) est = enqueue_step(s, 1, cs);
         g->capturing = 0;
@@ -1129,8 +1134,7 @@ static int spec_launch(hz_session *s, uint32_t pos) {
     hz_gpu_session *g = s->gpu;
     hz_backend *be = s->model->gpu->be;
     const int p = (int)(pos & 1u);
-    int st = hz_decode_graph_launch(g->graphs[attn_band_of(g, pos)][p], 0, pos, g->dstep, g->argmax,
-                                    s->model->gpu->queue);
+    int st = hz_decode_graph_launch(graph_at(g, pos), 0, pos, g->dstep, g->argmax, s->model->gpu->queue);
     if (!st) g->epoch++;
     if (!st) st = queue_argmax_copy(s, (uint32_t)p);
     if (!st) st = be->ops->event_record(be, g->step_done[p], HZ_QUEUE_COMPUTE);
@@ -1200,7 +1204,7 @@ static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
     const int graphable = last && g->use_graph && (gm->full || (hits && g->partial_graph));
     if (graphable && g->graph_state == 2) graph_capture(s);
     if (graphable && g->graph_state == 1) {
-        int st = hz_decode_graph_launch(g->graphs[attn_band_of(g, pos)][pos & 1u], token, pos, g->dstep, NULL, q);
+        int st = hz_decode_graph_launch(graph_at(g, pos), token, pos, g->dstep, NULL, q);
         if (st) return hz_error_prefix(st, "decode step at position %u", pos);
         g->epoch++;
         g->graph_steps++;
@@ -1217,7 +1221,7 @@ static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
     } else {
         CALL(hz_decode_begin(token, pos, g->dstep, q));
         g->epoch++;
-        g->attn_band = attn_band_of(g, pos);
+        g->step_groups = step_groups_at(g, pos);
         int st = enqueue_step(s, last, q);
         if (st) return hz_error_prefix(st, "decode step at position %u", pos);
         g->eager_steps++;
@@ -1350,7 +1354,7 @@ int hz_gpu_session_set_attention_groups(hz_session *s, int on) {
 
 hz_decode_graph *hz_gpu_session_graph(const hz_session *s, uint32_t pos) {
     const hz_gpu_session *g = s ? s->gpu : NULL;
-    return g && g->graph_state == 1 ? g->graphs[attn_band_of(g, pos)][pos & 1u] : NULL;
+    return g && g->graph_state == 1 ? graph_at(g, pos) : NULL;
 }
 
 int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {

@@ -76,17 +76,16 @@ struct hz_gpu_session {
     int graph_state;       /* 0 no full-residency last-token step yet, 2 one ran eagerly (the next is
                               captured), 1 captured, -1 capture failed: eager from then on */
     char graph_why[200];   /* why the capture failed */
-    /* Full residency: the whole step (embedding .. argmax), captured four times: graphs[b][p] runs the
-     * steps at positions of parity p in attention band b (attn_band_of) and writes its logits to
-     * logits_buf[p], so that a step queued ahead (below) leaves the logits of the step before it
-     * intact. */
+    /* Full residency: the whole step (embedding .. argmax), captured four times: graphs[n - 1][p] runs
+     * the steps at positions of parity p whose attention runs n groups of threads per block
+     * (step_groups_at) and writes its logits to logits_buf[p], so that a step queued ahead (below)
+     * leaves the logits of the step before it intact. */
     hz_decode_graph *graphs[2][2];
-    /* The attention kernel's group count by position (hz_decode_attention_groups): band 0 runs two
-     * groups, band 1 one; with attn_groups off (HZ_GPU_ATTN_GROUPS=0, or
-     * hz_gpu_session_set_attention_groups) every position is in band 1. attn_band: the band of the
-     * step being queued or captured. */
+    /* attn_groups: the attention kernel's group count follows the position (hz_decode_attention_groups);
+     * off (HZ_GPU_ATTN_GROUPS=0, or hz_gpu_session_set_attention_groups) it is 1 at every position.
+     * step_groups: the group count of the step being queued or captured. */
     int attn_groups;
-    uint32_t attn_band;
+    uint32_t step_groups;
     float *logits_buf[2];   /* device; `logits` points to the one of the last run */
     int32_t *h_argmax_slot[2]; /* pinned: the argmax of the steps at positions of parity p */
     /* The slots' device addresses: the argmax kernel stores the token there itself, so no copy sits
