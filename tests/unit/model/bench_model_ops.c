@@ -28,7 +28,10 @@
  *     builds the model with N layers instead of the preset's. HZ_BENCH_SWEEP=
  *     NAME=v1,v2,... instead times the graph mode once per value, with the environment variable NAME
  *     set to it before the session (and its graph) is made: run-time knobs compared in one process
- *     on one model.
+ *     on one model. HZ_BENCH_MODEL=path opens that artifact instead of writing one (hz-bench's own,
+ *     from scripts/bench --steps models; the preset's shape is assumed), HZ_BENCH_MAX_CONTEXT=N makes
+ *     sessions of N positions instead of 2048 (hz-bench's are 255; the steps near 1024 are then
+ *     skipped and print 0).
  *     Built with -Dtimeline=true (cuda/timeline.h), the graph mode also runs 20 steps after positions
  *     32..96 with the kernel timeline armed and prints, per kernel role, when launches were placed,
  *     became ready and ended against what they depend on (doc/benchmarks.md, sixth round), and for
@@ -1055,13 +1058,22 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
     printf("step %s shape: %u layers, hidden %u, %u heads x %u, vocab %u, %u experts top-%u of width %u%s%s\n", arch,
            cfg.layers, cfg.hidden, cfg.heads, cfg.head_dim, cfg.vocab, cfg.experts, cfg.top_k, cfg.expert_inter,
            qwen ? ", shared expert " : "", qwen ? "5632" : "");
+    /* HZ_BENCH_MODEL=path: that artifact instead of a model written here (e.g. the one hz-bench runs,
+     * scripts/bench --steps models; it must have the preset's shape, or the figures name another) */
+    const char *given = getenv("HZ_BENCH_MODEL");
+    const int own = !(given && *given);
     double t0 = hz_now_seconds();
-    st = write_model(path, &cfg);
-    if (st) {
-        printf("FAIL: writing %s: %s\n", path, hz_last_error_message());
-        return 1;
+    if (own) {
+        st = write_model(path, &cfg);
+        if (st) {
+            printf("FAIL: writing %s: %s\n", path, hz_last_error_message());
+            return 1;
+        }
+        printf("  model written in %.1f s\n", hz_now_seconds() - t0);
+    } else {
+        snprintf(path, sizeof path, "%s", given);
+        printf("  model: %s\n", path);
     }
-    printf("  model written in %.1f s\n", hz_now_seconds() - t0);
     hz_host_backing *b = NULL;
     hz_device *d = NULL;
     hz_cache *c = NULL;
@@ -1072,7 +1084,7 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
     hz_model_options_init(&mo);
     mo.executor = "grouped";
     st = hz_host_backing_open(path, NULL, &b);
-    unlink(path); /* the backing holds its own copy */
+    if (own) unlink(path); /* the backing holds its own copy */
     if (!st) st = hz_device_open("cuda:0", &d);
     if (!st) st = hz_cache_create(b, d, &co, &c);
     if (!st) st = hz_model_create(b, d, c, &mo, &m);
@@ -1108,6 +1120,8 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
         hz_session_options so;
         hz_session_options_init(&so);
         so.max_context = 2048;
+        /* HZ_BENCH_MAX_CONTEXT: a session as hz-bench's (255; the positions past it are not timed then) */
+        hz_env_u32("HZ_BENCH_MAX_CONTEXT", 64, 65536, &so.max_context);
         st = hz_session_create(m, &so, &s);
         const int mi = nsweep ? 0 : md;
         if (!st) st = hz_gpu_session_set_decode(s, modes[mi].graph, modes[mi].pdl, 0);
@@ -1126,7 +1140,7 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
         double mid = time_steps(s, 200 - nsteps / 2, nsteps, &tok, &trace);
         /* device time of the same step without the host's part, at the position after those */
         const double rep = modes[mi].graph ? time_replays(s, nsteps, tok) : 0;
-        double b2 = time_steps(s, 1024 - nsteps / 2, nsteps, &tok, &trace);
+        double b2 = so.max_context >= 1024 + nsteps ? time_steps(s, 1024 - nsteps / 2, nsteps, &tok, &trace) : 0.0;
         char *js = NULL;
         const char *path_s = "?";
         char dp[64] = "?";
