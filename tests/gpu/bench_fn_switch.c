@@ -7,8 +7,9 @@
  * thirty-first round). This isolates that: six functions of one size (fn_switch.cu) launched in a CUDA
  * graph as one function over and over, two in turn, or six in turn, each with and without a 96 MiB
  * read between launches (more than L2 holds, as the weights a step streams). The figure is the graph's
- * time per function launch (minus, with the reads, the time of the reads alone); a function that comes
- * back cold costs the difference to "one function". Exit status 0 when every graph ran. */
+ * time per function launch (with the reads: per function launch and its read); what a function that
+ * comes back cold costs is the difference to "one function" at the same setting. Exit status 0 when
+ * every graph ran. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -85,8 +86,6 @@ int main(int argc, char **argv) {
         int len;
     } seqs[3] = {{"one function", one, 1}, {"two in turn", two, 2}, {"six in turn", six, 6}};
     printf("fn_switch: %d SMs, %d launches of 4 x %d blocks, 96 MiB read between launches or not\n", sms, count, sms);
-    /* the reads alone: the same graph shape with an empty function sequence is not expressible, so the
-     * reads are timed with the function launches and the function-only time taken off */
     int bad = 0;
     double plain[3], with[3];
     for (int k = 0; k < 3 && !bad; k++) {
