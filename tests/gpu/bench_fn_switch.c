@@ -26,27 +26,29 @@
         }                                                                                                      \
     } while (0)
 
-/* us per launch of the captured sequence (median of 5 replays), or < 0 on failure */
+/* us per launch of the captured sequence (median of 5 replays after one to warm up), or < 0 on failure */
 static double time_seq(const int *seq, int len, int count, const void *buf, unsigned long long bytes, uint32_t *sink,
                        int sms, cudaStream_t s) {
     cudaGraph_t g = NULL;
     cudaGraphExec_t ge = NULL;
-    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return -1;
-    const int le = hz_test_fn_switch(seq, len, count, buf, bytes, sink, sms, s);
-    if (cudaStreamEndCapture(s, &g) != cudaSuccess || le != 0) return -1;
-    if (cudaGraphInstantiate(&ge, g, 0) != cudaSuccess) return -1;
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
+    cudaEvent_t a = NULL, b = NULL;
     float ms[5];
-    cudaGraphLaunch(ge, s); /* warm */
-    for (int r = 0; r < 5; r++) {
-        cudaEventRecord(a, s);
-        cudaGraphLaunch(ge, s);
-        cudaEventRecord(b, s);
-        if (cudaEventSynchronize(b) != cudaSuccess) return -1;
-        cudaEventElapsedTime(&ms[r], a, b);
+    int ok = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+    if (ok) {
+        const int le = hz_test_fn_switch(seq, len, count, buf, bytes, sink, sms, s);
+        ok = cudaStreamEndCapture(s, &g) == cudaSuccess && le == 0;
     }
+    ok = ok && cudaGraphInstantiate(&ge, g, 0) == cudaSuccess && cudaEventCreate(&a) == cudaSuccess &&
+         cudaEventCreate(&b) == cudaSuccess && cudaGraphLaunch(ge, s) == cudaSuccess;
+    for (int r = 0; r < 5 && ok; r++)
+        ok = cudaEventRecord(a, s) == cudaSuccess && cudaGraphLaunch(ge, s) == cudaSuccess &&
+             cudaEventRecord(b, s) == cudaSuccess && cudaEventSynchronize(b) == cudaSuccess &&
+             cudaEventElapsedTime(&ms[r], a, b) == cudaSuccess;
+    if (a) cudaEventDestroy(a);
+    if (b) cudaEventDestroy(b);
+    if (ge) cudaGraphExecDestroy(ge);
+    if (g) cudaGraphDestroy(g);
+    if (!ok) return -1;
     for (int i = 0; i < 5; i++) /* median */
         for (int j = i + 1; j < 5; j++)
             if (ms[j] < ms[i]) {
@@ -54,10 +56,6 @@ static double time_seq(const int *seq, int len, int count, const void *buf, unsi
                 ms[i] = ms[j];
                 ms[j] = t;
             }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    cudaGraphExecDestroy(ge);
-    cudaGraphDestroy(g);
     return (double)ms[2] * 1e3 / count;
 }
 

@@ -29,9 +29,9 @@
  *     NAME=v1,v2,... instead times the graph mode once per value, with the environment variable NAME
  *     set to it before the session (and its graph) is made: run-time knobs compared in one process
  *     on one model. HZ_BENCH_MODEL=path opens that artifact instead of writing one (hz-bench's own,
- *     from scripts/bench --steps models; the preset's shape is assumed), HZ_BENCH_MAX_CONTEXT=N makes
+ *     from scripts/bench --steps models; it must have the preset's shape), HZ_BENCH_MAX_CONTEXT=N makes
  *     sessions of N positions instead of 2048 (hz-bench's are 255; the steps near 1024 are then
- *     skipped and print 0).
+ *     skipped).
  *     Built with -Dtimeline=true (cuda/timeline.h), the graph mode also runs 20 steps after positions
  *     32..96 with the kernel timeline armed and prints, per kernel role, when launches were placed,
  *     became ready and ended against what they depend on (doc/benchmarks.md, sixth round), and for
@@ -1090,6 +1090,15 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
     if (!st) st = hz_model_create(b, d, c, &mo, &m);
     int bad = st != HZ_OK;
     if (st) printf("FAIL: opening the model: %s\n", hz_last_error_message());
+    /* a given artifact must have the shape printed above, which the figures are labelled with */
+    if (!bad && !own &&
+        (m->cfg.arch != cfg.arch || m->cfg.layers != cfg.layers || m->cfg.hidden != cfg.hidden ||
+         m->cfg.experts != cfg.experts || m->cfg.top_k != cfg.top_k || m->cfg.expert_inter != cfg.expert_inter ||
+         m->cfg.vocab != cfg.vocab)) {
+        printf("FAIL: %s: %u layers, hidden %u, %u experts top-%u of width %u, vocab %u: not the shape above\n", path,
+               m->cfg.layers, m->cfg.hidden, m->cfg.experts, m->cfg.top_k, m->cfg.expert_inter, m->cfg.vocab);
+        bad = 1;
+    }
     static const struct {
         const char *name;
         int graph, pdl;
@@ -1161,10 +1170,11 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
         if (rep > 0)
             printf("  %-12s replayed back to back at pos %u: %.3f ms/step (%.1f us a step less than through the API at ~200)\n",
                    modes[mi].name, 200 + nsteps - nsteps / 2, rep, (mid - rep) * 1e3);
-        printf("  %-12s (%s): pos 32..%u %.3f ms/step = %7.1f tok/s | pos ~200 %.3f ms/step = %7.1f tok/s | "
-               "pos ~1024 %.3f ms/step = %7.1f tok/s | tokens %016llx\n",
-               modes[mi].name, path_s, 32 + nsteps, a, 1e3 / a, mid, 1e3 / mid, b2, 1e3 / b2,
-               (unsigned long long)trace);
+        char far[64] = "pos ~1024 - (past max_context)";
+        if (b2 > 0) snprintf(far, sizeof far, "pos ~1024 %.3f ms/step = %7.1f tok/s", b2, 1e3 / b2);
+        printf("  %-12s (%s): pos 32..%u %.3f ms/step = %7.1f tok/s | pos ~200 %.3f ms/step = %7.1f tok/s | %s | "
+               "tokens %016llx\n",
+               modes[mi].name, path_s, 32 + nsteps, a, 1e3 / a, mid, 1e3 / mid, far, (unsigned long long)trace);
         if (js && md == 0 && strstr(js, "\"graph_fallback\":\"")) printf("  %s\n", strstr(js, "\"graph_fallback\""));
         hz_free(js);
         if (md == 0) {
@@ -1176,7 +1186,7 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
     if (!bad && nmodes == 3) {
         const uint32_t pos[2] = {32 + nsteps / 2, 1024};
         double sums[2];
-        nonrouted_breakdown(&cfg, pos, 2, sums, graph_ms, 2048, reps);
+        nonrouted_breakdown(&cfg, pos, graph_ms[1] > 0 ? 2 : 1, sums, graph_ms, 2048, reps); /* ~1024: if timed */
     }
     if (m && hz_model_destroy(m)) bad = 1;
     if (c && hz_cache_destroy(c)) bad = 1;
