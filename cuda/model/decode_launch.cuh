@@ -7,7 +7,6 @@
 
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cstdint>
 
 #include "decode_ops.cuh"
@@ -24,40 +23,23 @@ inline int cuda_fail(cudaError_t e, const char *what) {
     return hz_error(HZ_EDEVICE, "decode: %s failed: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
-/* Every decode kernel prefers the largest shared-memory carveout, the one the routed-expert kernel
- * (221 KB per block) runs in: an SM configured for it can then also hold the next kernel's blocks while
- * the experts finish. H200, 2026-11-30: OLMoE step 0.680 -> 0.674 ms at positions 32-96 and 0.721 ->
- * 0.713 at ~200, Qwen unchanged (doc/benchmarks.md, fourteenth round).
- *
- * Kept per function, in a table of function addresses: a static inside the templated launcher would be
- * one per parameter list, and the GEMV's variants (and the attention's) share theirs, so only the first
- * variant launched got the carveout. Set once per kernel, on the device current at its first launch; a
- * refusal only costs that gain. Two threads racing here set the same value. */
-inline void prefer_max_shared(const void *kern) {
-    constexpr unsigned kSlots = 32; /* more than the kernels of any one translation unit */
-    static std::atomic<const void *> done[kSlots];
-    for (unsigned i = 0; i < kSlots; i++) {
-        const void *v = done[i].load(std::memory_order_acquire);
-        if (v == kern) return;
-        if (v != nullptr) continue;
-        if (cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared) !=
-            cudaSuccess)
-            (void)cudaGetLastError(); /* the next, unrelated check must not see it */
-        if (done[i].compare_exchange_strong(v, kern, std::memory_order_acq_rel) || v == kern) return;
-        /* another kernel took this slot meanwhile: look further */
-    }
-    /* table full (not reached with today's kernels): set it at every launch */
-    if (cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared) !=
-        cudaSuccess)
-        (void)cudaGetLastError();
-}
-
 /* hz_launch_ex (launch.cuh) with the decode kernels' shared-memory carveout set first; cluster_x > 0:
  * thread-block clusters of cluster_x blocks (sm_90). */
 template <typename... P, typename... A>
 cudaError_t launch_ex(void (*kern)(P...), unsigned grid_x, unsigned grid_y, unsigned threads, size_t smem,
                       const hz_klaunch *k, unsigned cluster_x, A &&...params) {
-    prefer_max_shared(reinterpret_cast<const void *>(kern));
+    /* Every decode kernel prefers the largest shared-memory carveout, the one the routed-expert kernel
+     * (221 KB per block) runs in: an SM configured for it can then also hold the next kernel's blocks
+     * while the experts finish. H200, 2026-11-30: OLMoE step 0.680 -> 0.674 ms at positions 32-96 and
+     * 0.721 -> 0.713 at ~200, Qwen unchanged (doc/benchmarks.md, fourteenth round). Set once per
+     * kernel, on the device current at its first launch; a refusal only costs that gain. */
+    static const bool carved = [kern] {
+        const cudaError_t e =
+            cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+        if (e != cudaSuccess) (void)cudaGetLastError(); /* the next, unrelated check must not see it */
+        return e == cudaSuccess;
+    }();
+    (void)carved;
     return hz_launch_ex(kern, dim3(grid_x, grid_y), dim3(threads), smem, static_cast<cudaStream_t>(k->stream),
                         k->pdl != 0, cluster_x, static_cast<A &&>(params)...);
 }

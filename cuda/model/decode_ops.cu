@@ -339,7 +339,6 @@ extern "C" int hz_decode_device_info(void *stream, uint32_t max_in, hz_decode_de
 
 extern "C" int hz_decode_begin(int32_t token, uint32_t pos, hz_dstep *d_step, void *stream) {
     if (!d_step) return hz_error(HZ_EINVAL, "decode begin: NULL step");
-    prefer_max_shared(reinterpret_cast<const void *>(begin_kernel));
     begin_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(token, pos, d_step, nullptr);
     cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the step-begin kernel");
