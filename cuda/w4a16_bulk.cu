@@ -107,7 +107,7 @@ __host__ __device__ inline uint32_t gu_smem_bytes(const BulkGuParams &p, uint32_
 #define HZ_DN_BOUNDS(split) __maxnreg__((split) == 1 ? 64 : 63)
 #else
 #define HZ_GU_BOUNDS(split) __launch_bounds__(kMaxGuWarps * (split) * 32, 1)
-#define HZ_DN_BOUNDS(split) __launch_bounds__(kMaxDnWarps * (split) * 32, (split) == 1 ? 0 : (split))
+#define HZ_DN_BOUNDS(split) __launch_bounds__(kMaxDnWarps * (split) * 32, (split) == 1 ? 1 : (split))
 #endif
 
 /* At least one block per SM (not the default's occupancy target): ptxas then keeps the lane's row
@@ -238,7 +238,9 @@ __host__ __device__ inline uint32_t dn_smem_bytes(const BulkDnParams &p, uint32_
  * with its own barrier and tile), warp w the part w % kSplit of K (a run of 256-blocks, as the fused
  * kernel splits it); the parts' sums are added in part order, as in the fused kernel. With the split,
  * two blocks' worth of registers per SM (63 per thread, none spilled; 78 without), so that a block still
- * fits beside a gate_up block; without it, the bounds it always had (64). */
+ * fits beside a gate_up block. Without the split, one block per SM (71 registers; 64 before): hz-bench
+ * OLMoE c64 with that split, H200, 2026-12-01: 1,586.5 -> 1,602.7 tok/s (doc/benchmarks.md,
+ * thirty-second round). */
 template <int kSplit>
 __global__ void HZ_DN_BOUNDS(kSplit) bulk_down_kernel(const __grid_constant__ BulkDnParams p) {
     extern __shared__ __align__(128) uint8_t sm[];
@@ -718,13 +720,15 @@ uint32_t gu_split() {
     return (uint32_t)knob_once(cache, "HZ_W4A16_GU_SPLIT", "1", 1, 2);
 }
 
-/* The two-pass down kernel's K split (warps per expert): 1 unless HZ_W4A16_DN_SPLIT=2. With both splits
- * the two-pass kernels compute the fused kernel's numbers (the same greedy tokens). OLMoE step, H200,
- * 2026-11-30, three alternating runs: 0.645 -> 0.631 ms at positions 32-96, but 0.679 -> 0.681 at ~200
- * and 0.728 -> 0.730 at ~1024, where hz-bench's steps are (doc/benchmarks.md, twenty-sixth round). */
+/* The two-pass down kernel's K split (warps per expert): 2 unless HZ_W4A16_DN_SPLIT=1. With both splits
+ * the two-pass kernels compute the fused kernel's numbers (the same greedy tokens). hz-bench, H200,
+ * 2026-12-01, two alternating runs each: OLMoE c64 1,586.6 / 1,586.5 tok/s with one warp per expert,
+ * 1,613.8 / 1,613.4 with two; Qwen c60 725.1 with one, 725.0 with two (doc/benchmarks.md,
+ * thirty-second round). It had been 1 since the step bench (2026-11-30) found two slower at the
+ * positions hz-bench decodes (0.679 -> 0.681 ms at ~200). */
 uint32_t dn_split() {
     static std::atomic<int> cache{-1};
-    return (uint32_t)knob_once(cache, "HZ_W4A16_DN_SPLIT", "2", 2, 1);
+    return (uint32_t)knob_once(cache, "HZ_W4A16_DN_SPLIT", "1", 1, 2);
 }
 
 /* The down kernel's intermediate staged by one bulk copy unless HZ_W4A16_DN_TMA=0 (A/B runs). */
