@@ -28,11 +28,20 @@ inline int cuda_fail(cudaError_t e, const char *what) {
 template <typename... P, typename... A>
 cudaError_t launch_ex(void (*kern)(P...), unsigned grid_x, unsigned grid_y, unsigned threads, size_t smem,
                       const hz_klaunch *k, unsigned cluster_x, A &&...params) {
-    /* Every decode kernel prefers the largest shared-memory carveout, the one the routed-expert kernel
+    /* The decode kernels prefer the largest shared-memory carveout, the one the routed-expert kernel
      * (221 KB per block) runs in: an SM configured for it can then also hold the next kernel's blocks
      * while the experts finish. H200, 2026-11-30: OLMoE step 0.680 -> 0.674 ms at positions 32-96 and
-     * 0.721 -> 0.713 at ~200, Qwen unchanged (doc/benchmarks.md, fourteenth round). Set once per
-     * kernel, on the device current at its first launch; a refusal only costs that gain. */
+     * 0.721 -> 0.713 at ~200, Qwen unchanged (doc/benchmarks.md, fourteenth round). Set on the device
+     * current at the first launch; a refusal only costs that gain.
+     *
+     * The static below is one per instantiation of this template, that is per parameter list, not per
+     * kernel: of the kernels that share a list (the GEMV's variants, the attention's), only the first
+     * one launched gets the preference; the others keep the driver's choice. Giving it to every kernel
+     * was measured (H200, 2026-12-01, hz-bench): OLMoE c64 unchanged (1,585.7 / 1,586.3 against 1,585.9 /
+     * 1,586.2 tok/s), Qwen c60 1.1% slower (718.4 / 718.4 against 726.7 / 726.6), most of it from the
+     * route GEMV, the non-vector GEMV, the step-begin kernel or the router cluster (leaving those four
+     * out: 721.6). Kept as it is until the kernel that loses is known (doc/benchmarks.md,
+     * thirty-second round). */
     static const bool carved = [kern] {
         const cudaError_t e =
             cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
