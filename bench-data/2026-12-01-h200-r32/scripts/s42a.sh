@@ -3,13 +3,14 @@
 # carveout preference per kernel + HZ_CARVE_SKIP (tags: b step begin, v generic GEMV, k its copy, d deep
 # GEMV, r route GEMV, n non-vector GEMV, a attention, c router cluster) + HZ_GEMV_COPY (1: q/k/v on a
 # copy, 4: o on a copy); build-exp/sp = wip/2p-union2: the two passes as one function, on main's splits
-# (both two warps now, so both launches run bulk_pass_kernel<2>). For each: tools/hz-bench and
-# libhorizon.so.0.1.0.
+# (both two warps now, so both launches run bulk_pass_kernel<2>); build-exp/d2 = wip/dn2-regs: the split
+# down kernel at one block per SM (79 registers against 64: a down block then no longer fits beside a
+# gate_up block). For each: tools/hz-bench and libhorizon.so.0.1.0.
 # Questions: (1) was the thirty-first round's 5% the o launches without the carveout preference (o on a
-# copy left out)? (2) which of r, n, b, c costs Qwen the 1.1%? (3) does the union gain on main's splits?
+# copy left out)? (2) which of r, n, b, c costs Qwen the 1.1%? (3) does the union gain on main's splits? (4) the split down kernel's register cap
 set -u
 export LD_LIBRARY_PATH=$PWD/.devcarry/lib PATH=$PATH:/usr/local/cuda/bin HZ_LIBDIR=$PWD/.devcarry/lib
-for d in build-exp/cp2 build-exp/sp; do ln -sf libhorizon.so.0.1.0 $d/libhorizon.so.0; done
+for d in build-exp/cp2 build-exp/sp build-exp/d2; do ln -sf libhorizon.so.0.1.0 $d/libhorizon.so.0; done
 T0=$(date +%s); t() { echo "  [$(( $(date +%s) - T0 )) s]"; }
 date; nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
 scripts/bench --build build-dev --models olmoe,qwen --steps models --out $OUT/models > $OUT/models.log 2>&1; echo "models rc $?"; t
@@ -23,6 +24,7 @@ for i in 1 2; do
   hb $C olmoe 64 HZ_CARVE_SKIP=v
   hb build-exp/sp olmoe 64 HZ_W4A16_2P_UNION=1
   hb build-exp/sp olmoe 64 HZ_W4A16_2P_UNION=0
+  hb build-exp/d2 olmoe 64 X=0
 done; t
 hb build-dev qwen 60 X=0
 for s in r n b c; do hb $C qwen 60 HZ_CARVE_SKIP=$s; done
