@@ -16,7 +16,8 @@ for k in HZ_GPU_ROUTE_KERNEL=all HZ_GPU_SPECULATE=0 HZ_GPU_ROUTE_READY=0 HZ_GPU_
 hb olmoe 64 X=0
 t
 hb qwen 60 X=0
-for k in HZ_W4A16_PATH=twopass "HZ_W4A16_PATH=twopass HZ_W4A16_DN_SPLIT=1" HZ_GPU_SIDE_EDGE=0 HZ_GPU_ATTN_GROUPS=0; do hb qwen 60 $k; done
+for k in HZ_W4A16_PATH=twopass HZ_GPU_SIDE_EDGE=0 HZ_GPU_ATTN_GROUPS=0; do hb qwen 60 $k; done
+hb qwen 60 HZ_W4A16_PATH=twopass HZ_W4A16_DN_SPLIT=1
 hb qwen 60 X=0
 t
 rm -rf $OUT/models $OUT/hb.json
