@@ -1096,13 +1096,15 @@ static int queue_argmax_copy(hz_session *s, uint32_t p) {
                                HZ_PURPOSE_ACTIVATION);
 }
 
-/* Captures the whole full-residency step, once per attention group count and position parity
- * (graphs[groups - 1][p] writes logits_buf[p]): begin (token and position as kernel parameters, set again at every replay),
- * the layers, lm_head and argmax. Nothing is executed by the capture. */
+/* Captures the whole full-residency step, once per attention group count the session can reach and
+ * per position parity (graphs[groups - 1][p] writes logits_buf[p]; with attn_groups off only groups 1,
+ * and graphs[1][*] stay NULL): begin (token and position as kernel parameters, set again at every
+ * replay), the layers, lm_head and argmax. Nothing is executed by the capture. */
 static void graph_capture(hz_session *s) {
     hz_gpu_session *g = s->gpu;
     const uint32_t cur = g->logits == g->logits_buf[1];
-    for (uint32_t bp = 0; bp < 4; bp++) {
+    const uint32_t n = g->attn_groups ? 4u : 2u; /* step_groups_at is 1 at every position without them */
+    for (uint32_t bp = 0; bp < n; bp++) {
         const uint32_t b = bp >> 1, p = bp & 1u;
         void *cs = NULL;
         int st = hz_decode_graph_begin_capture(s->model->gpu->queue, &cs);

@@ -76,7 +76,8 @@ struct hz_gpu_session {
     int graph_state;       /* 0 no full-residency last-token step yet, 2 one ran eagerly (the next is
                               captured), 1 captured, -1 capture failed: eager from then on */
     char graph_why[200];   /* why the capture failed */
-    /* Full residency: the whole step (embedding .. argmax), captured four times: graphs[n - 1][p] runs
+    /* Full residency: the whole step (embedding .. argmax), captured four times (twice, graphs[0][*],
+     * with attn_groups off; graphs_reset empties them when that changes): graphs[n - 1][p] runs
      * the steps at positions of parity p whose attention runs n groups of threads per block
      * (step_groups_at) and writes its logits to logits_buf[p], so that a step queued ahead (below)
      * leaves the logits of the step before it intact. */
