@@ -40,8 +40,10 @@ cudaError_t launch_ex(void (*kern)(P...), unsigned grid_x, unsigned grid_y, unsi
      * was measured (H200, 2026-12-01, hz-bench): OLMoE c64 unchanged (1,585.7 / 1,586.3 against 1,585.9 /
      * 1,586.2 tok/s), Qwen c60 1.1% slower (718.4 / 718.4 against 726.7 / 726.6), most of it from the
      * route GEMV, the non-vector GEMV, the step-begin kernel or the router cluster (leaving those four
-     * out: 721.6). Kept as it is until the kernel that loses is known (doc/benchmarks.md,
-     * thirty-second round). */
+     * out: 721.6). Left out one at a time (2026-12-01, thirty-third round), only the route GEMV's
+     * preference costs Qwen (721.1 without it, 715.8-715.9 without any other one, 723.8 main), and
+     * per kernel gains OLMoE nothing (1,613.5 against 1,613.7), so the behaviour is kept
+     * (doc/benchmarks.md, thirty-second and thirty-third rounds). */
     static const bool carved = [kern] {
         const cudaError_t e =
             cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
