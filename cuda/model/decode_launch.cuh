@@ -41,7 +41,7 @@ cudaError_t launch_ex(void (*kern)(P...), unsigned grid_x, unsigned grid_y, unsi
      * 1,586.2 tok/s), Qwen c60 1.1% slower (718.4 / 718.4 against 726.7 / 726.6), most of it from the
      * route GEMV, the non-vector GEMV, the step-begin kernel or the router cluster (leaving those four
      * out: 721.6). Left out one at a time (2026-12-01, thirty-third round), only the route GEMV's
-     * preference costs Qwen (721.1 without it, 715.8-715.9 without any other one, 723.8 main), and
+     * preference costs Qwen (721.1 without it, 715.7-715.9 without any other one, 723.8 main), and
      * per kernel gains OLMoE nothing (1,613.5 against 1,613.7), so the behaviour is kept
      * (doc/benchmarks.md, thirty-second and thirty-third rounds). */
     static const bool carved = [kern] {
