@@ -23,7 +23,8 @@
  *    *_json calls are owned by the caller and released with hz_free(). Pointers returned by getters are
  *    owned by the object they were read from and stay valid while it lives.
  *  - Lifetimes. Children hold no reference on their parents: a backing and a device must outlive every
- *    cache and model created on them, a cache must outlive its models, a model its sessions. Destroy
+ *    cache and model created on them (a device also every event), a cache must outlive its models, a
+ *    model its sessions. Destroy
  *    calls that would leave live children return HZ_EBUSY and destroy nothing.
  *  - Options. Options structs start with `struct_size`; fill them with the matching *_init function
  *    (or pass NULL for the defaults). The library reads only the fields it knows, so a program built
@@ -137,7 +138,9 @@ void hz_backing_options_init(hz_backing_options *opts);
  * returns no call reads the file again.
  * Errors: HZ_EINVAL (NULL argument), HZ_EIO (cannot open or read), HZ_EFORMAT (bad magic, version,
  * manifest or layout; the message names the field or blob), HZ_EIDENTITY (checksum or identity
- * mismatch; the message names the blob), HZ_ENOMEM.
+ * mismatch; the message names the blob), HZ_EUNSUPPORTED (the manifest's model config asks for
+ * something Horizon does not implement: another model_type, rope scaling, a sliding window, clip_qkv...;
+ * the message names the setting), HZ_ENOMEM.
  * Threading: any number of backings may be opened concurrently. The returned backing is immutable and
  * may be read by any number of threads. */
 int hz_host_backing_open(const char *path, const hz_backing_options *opts, hz_host_backing **out);
@@ -167,7 +170,7 @@ typedef struct hz_event hz_event;
  * Errors: HZ_EINVAL (unknown name), HZ_EUNSUPPORTED (built without CUDA), HZ_EDEVICE (the CUDA call
  * and its error string are in the message). */
 int hz_device_open(const char *name, hz_device **out);
-/* Closes the device. HZ_EBUSY while a cache or model created on it still lives. NULL is allowed. */
+/* Closes the device. HZ_EBUSY while a cache, model or event created on it still lives. NULL is allowed. */
 int hz_device_close(hz_device *device);
 /* The canonical name ("cpu", "cuda:0"). Owned by the device. */
 const char *hz_device_name(const hz_device *device);
@@ -334,7 +337,10 @@ void hz_model_options_init(hz_model_options *opts);
 
 /* Creates a model from a backing, placing the non-routed FP16 weights on the device and serving routed
  * experts through `cache`, which must have been created on the same backing and device.
- * Errors: HZ_EINVAL, HZ_EUNSUPPORTED (executor unknown for this device), HZ_ENOMEM, HZ_EDEVICE. */
+ * Errors: HZ_EINVAL, HZ_EFORMAT (the backing's config has a zero or inconsistent dimension),
+ * HZ_EUNSUPPORTED (executor unknown for this device; on cuda also a head_dim that is not a multiple of 8
+ * up to 256, more than 1024 experts or a top-k above 64), HZ_EFAULTED (the cache has failed), HZ_ENOMEM,
+ * HZ_EDEVICE. */
 int hz_model_create(hz_host_backing *backing, hz_device *device, hz_cache *cache,
                     const hz_model_options *opts, hz_model **out);
 /* HZ_EBUSY while sessions live. NULL is allowed. */
@@ -409,7 +415,9 @@ int hz_decode_step(hz_session *session, int32_t token, int32_t *out_next);
  * prefill, decode step or reset. On a cuda session a greedy step leaves the logits on the device: the
  * first call after a run copies them to the host (the address returned does not change), so even this
  * read-only-looking call must not overlap another call on the same session.
- * Errors: HZ_ESTATE before any token was run; HZ_EDEVICE when that copy fails. */
+ * Errors: HZ_ESTATE when no token has run since the session was created or reset, or when the last
+ * prefill or decode step failed while running (a call refused for its arguments keeps the earlier
+ * logits); HZ_EDEVICE when that copy fails. */
 int hz_session_logits(const hz_session *session, const float **out, uint32_t *out_count);
 
 /* Session counters as one JSON object, into *out (caller frees with hz_free()). Every session reports

@@ -17,7 +17,8 @@ typedef struct cuda_exec {
     uint32_t path; /* grouped: the kernel path flags chosen for the model (hz_exec_cuda_set_two_pass) */
 } cuda_exec;
 
-/* HZ_W4A16_PATH, for comparisons: "fused" (the default on sm_90: one cooperative kernel), "twopass"
+/* HZ_W4A16_PATH, for comparisons: "fused" (one cooperative kernel: the executor's default on sm_90,
+ * kept by models with a shared expert; hz_exec_cuda_set_two_pass switches the others), "twopass"
  * (two kernels fed by bulk copies), "reg" (register-streaming kernels), "cudacores" (no tensor cores).
  * Read once. Returns the flags, or -1 when unset or unknown (the model's choice stands). */
 static int path_env(void) {

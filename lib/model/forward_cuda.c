@@ -1,6 +1,6 @@
 /* The forward pass on a cuda device: the same graph and rounding points as forward.c (doc/numerics.md),
  * run by the fused decode kernels of cuda/model/decode_ops.cuh and the cuda W4A16 executors, all on the
- * backend's compute queue. A decode step is 4 kernels per layer plus the experts (enqueue_step): the
+ * backend's compute queue. A decode step is 4 or 5 kernels per layer plus the experts (enqueue_step): the
  * residual norms run inside the GEMVs that consume them, q/k norm + RoPE + KV store inside the split
  * attention, the router's top-k and the lm_head's argmax as GEMV tails; the position and token reach
  * the kernels through device memory (g->dstep), never as launch arguments.
@@ -15,10 +15,12 @@
  *           the same kernels one by one and its stats say why.
  *   partial: per layer the top-k ids and weights come back to the host (a small D2H, counted under
  *           purpose ROUTING): the router stores them into pinned memory itself and then a tag word, which
- *           the host polls (wait_routing), or, with the next-layer prediction or HZ_GPU_ROUTE_MIRROR=0,
- *           by a copy and a compute-queue sync. Then the cache acquires the group (misses travel on
- *           the copy queue inside the acquire), the executor is enqueued on the leased rows and the
- *           lease is released with an event recorded on the compute queue after it. Always eager.
+ *           the host polls (wait_routing), or, with the next-layer prediction, HZ_GPU_ROUTE_MIRROR=0 or
+ *           the routing in a kernel of its own (route_mirrored), by a copy and a compute-queue sync.
+ *           Then the cache acquires the group (misses travel on the copy queue inside the acquire), the
+ *           executor is enqueued on the leased rows and the lease is released with an event recorded
+ *           on the compute queue after it. Eager, except with the hits on the device, where the step
+ *           is captured as a graph too (HZ_GPU_PARTIAL_GRAPH; doc/architecture.md).
  *           The stored routing made OLMoE's decode at 63 and 30 of 64 experts resident 8-10% faster
  *           than the copy and sync (H200, 2026-11-30, doc/benchmarks.md, twenty-second round). With
  *           the router's store, the experts are queued ahead of the routing behind a gate the host
@@ -186,8 +188,8 @@ int hz_gpu_model_create(hz_model *m) {
     if (st) return hz_error_prefix(st, "model: uploading %llu bytes of non-routed weights", (unsigned long long)total);
     st = decode_setup(m, g);
     if (st) return st;
-    /* The routed experts' kernels (grouped executor): where nothing runs beside them (no shared expert
-     * on the side stream), the two-pass kernels, whose down kernel leaves room on the multiprocessors
+    /* The routed experts' kernels (grouped executor), chosen once here: for a model without a shared
+     * expert (nothing runs beside the routed experts), the two-pass kernels, whose down kernel leaves room on the multiprocessors
      * for the next layer's q/k/v GEMV to be placed and start its loads (OLMoE-1B-7B shape, full
      * residency, step at positions 32-96 / ~200 / ~1024, H200, 2026-11-30: 0.674 / 0.713 / 0.772 ms
      * fused, 0.667 / 0.704 / 0.770 two-pass); beside Qwen's shared down the fused kernel (1.355 / 1.440
@@ -331,6 +333,8 @@ static float *rope_table(const hz_model_config *c, uint32_t ctx) {
  * - HZ_GPU_DEVICE_HITS: there, the gates resolve all-hit groups from the device's table of rows.
  * - HZ_GPU_PARTIAL_GRAPH: with those hits, the partial-residency step is captured as a graph.
  * - HZ_GPU_GATE_IN_ROUTER: the experts' gate run by the router's routing warp, not as a kernel.
+ * - HZ_GPU_ROUTE_MIRROR: at partial residency, the router stores the routing into pinned memory itself
+ *   (route_mirrored); off, a copy and a compute-queue sync bring it back.
  * - HZ_GPU_ATTN_GROUPS: the attention kernel's group count follows the position (step_groups_at); off,
  *   one group at every position. Logits differ in their last bits (the groups' partial sums are
  *   merged in another order), within the same bound against the CPU path (test_model_gpu).

@@ -180,7 +180,9 @@ HZ_EXPORT int hz_session_logits(const hz_session *s, const float **out, uint32_t
     if (out) *out = NULL;
     if (out_count) *out_count = 0;
     if (!s || !out) return hz_error(HZ_EINVAL, "hz_session_logits: NULL argument");
-    if (!s->have_logits) return hz_error(HZ_ESTATE, "hz_session_logits: no token has been run since the last reset");
+    if (!s->have_logits)
+        return hz_error(HZ_ESTATE, "hz_session_logits: no logits (no token has run since the session was created "
+                                   "or reset, or the last run failed)");
 #ifdef HZ_HAVE_CUDA
     /* On a cuda session the logits are copied from the device on first request after a run (the
      * buffer s->logits itself never moves; it is overwritten by the next run's first request). */
