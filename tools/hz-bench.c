@@ -353,7 +353,9 @@ static int run_request(bench_ctx *c, const int32_t *prompt, uint32_t len, uint32
     if (split && cache_counts(c->cache, c2, 1)) return 1;
     r->tokens = n_out;
     r->ttft_s = t_first - t0;
-    r->response_s = r->ttft_s + (t_end - t_resume);
+    /* N = 1 has no decode step: no decode time either (the clock reads around the empty loop are not
+     * a measurement), so the pooled decode rate is null, not 0 */
+    r->response_s = r->ttft_s + (n_out > 1 ? t_end - t_resume : 0.0);
     r->stats_read_s = t_resume - t_first;
     for (size_t i = 0; split && i < N_COUNTERS; i++) {
         c->prefill[i] += c1[i] - c0[i];
@@ -683,6 +685,7 @@ static void add_rate(cJSON *o, const char *key, double num, double den) {
 typedef struct table_row {
     uint32_t resident, experts;
     double pooled, overall, ttft_ms, resp_ms, spread, hit_rate, misses, h2d_mb;
+    int pooled_known;                       /* 0 when N = 1: no decode step, printed as "-" */
     int invariant_checker;
     int prefetch;                           /* speculative prefetch on, with its counters reported */
     double pf_used, pf_loaded, pf_gated;    /* over the measured window */
@@ -966,7 +969,10 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
     cJSON_AddItemToObject(run, "blocks", blocks);
     cJSON *spread = cJSON_AddObjectToObject(run, "block_spread");
     rate_spread sp_pooled = spread_of(blk_pooled, o->blocks), sp_overall = spread_of(blk_overall, o->blocks);
-    cJSON_AddItemToObject(spread, "pooled_decode_tok_s", spread_json(sp_pooled));
+    if (sum_dec > 0)
+        cJSON_AddItemToObject(spread, "pooled_decode_tok_s", spread_json(sp_pooled));
+    else
+        cJSON_AddNullToObject(spread, "pooled_decode_tok_s");
     cJSON_AddItemToObject(spread, "overall_output_tok_s", spread_json(sp_overall));
 
     cJSON *cj = cJSON_AddObjectToObject(run, "cache");
@@ -1026,6 +1032,7 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
     row->resident = res_eff;
     row->experts = experts;
     row->pooled = sum_dec > 0 ? sum_n1 / sum_dec : 0;
+    row->pooled_known = sum_dec > 0;
     row->overall = sum_resp > 0 ? sum_n / sum_resp : 0;
     row->ttft_ms = n_req ? 1e3 * sum_ttft / n_req : 0;
     row->resp_ms = n_req ? 1e3 * sum_resp / n_req : 0;
@@ -1101,7 +1108,7 @@ static void usage(FILE *f) {
             "(min, max, (max-min)/mean); H2D bytes, hits, misses and hit rate are cache-stat deltas over the\n"
             "measured requests; VRAM peak is device-wide (UNSUPPORTED/UNKNOWN when the device cannot say);\n"
             "RSS peak from VmHWM; miss-path GB/s = miss_transfer_bytes / miss_transfer_seconds of the cache\n"
-            "stats over the measured requests (UNKNOWN when the library does not report them).\n"
+            "stats over the measured requests (both counters required; null when nothing moved).\n"
             "Prompt rule: " PROMPT_RULE_TEXT "\n");
 }
 
@@ -1343,8 +1350,13 @@ int main(int argc, char **argv) {
             const table_row *r = &rows[i];
             char rl[24];
             snprintf(rl, sizeof rl, "c%u/%u", r->resident, r->experts);
-            fprintf(t, "%-9s %11.1f %11.1f %9.2f %10.2f %7.1f%% %7.1f%% %8.0f %10.2f %9s %8s %12s %12s\n", rl,
-                    r->pooled, r->overall, r->ttft_ms, r->resp_ms, 100.0 * r->spread, 100.0 * r->hit_rate, r->misses,
+            char pooled[24] = "-", spread[24] = "-"; /* the pooled rate and its spread need a decode step */
+            if (r->pooled_known) {
+                snprintf(pooled, sizeof pooled, "%.1f", r->pooled);
+                snprintf(spread, sizeof spread, "%.1f%%", 100.0 * r->spread);
+            }
+            fprintf(t, "%-9s %11s %11.1f %9.2f %10.2f %8s %7.1f%% %8.0f %10.2f %9s %8s %12s %12s\n", rl,
+                    pooled, r->overall, r->ttft_ms, r->resp_ms, spread, 100.0 * r->hit_rate, r->misses,
                     r->h2d_mb, r->miss_bw, r->miss_frac, r->vram, r->rss);
         }
         for (uint32_t i = 0; i < n_res; i++)

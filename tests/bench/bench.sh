@@ -43,6 +43,11 @@ python3 "$check" "$w/pf.json" --prompts 2 --blocks 1 --tokens 16 --warmup 4 --re
 grep -q '^c8/8 ' "$w/stderr.txt" || fail "with --json - the table should go to stderr"
 python3 "$check" "$w/stdout.json" --prompts 2 --blocks 1 --tokens 3 --warmup 0 --resident 8
 
+# 2b. N = 1: no decode step, so the pooled decode rate and its spread are null in the report, "-" in the table
+"$bench" "$w/a.hzq" --quick --tokens 1 --device cpu --resident 4 --json "$w/n1.json" >"$w/n1.txt"
+python3 "$check" "$w/n1.json" --prompts 2 --blocks 1 --tokens 1 --warmup 4 --resident 4
+grep -q '^c4/8  *- ' "$w/n1.txt" || fail "with N = 1 the table's decode rate should be '-'"
+
 # 3. failures
 expect_fail "no model given" "$bench"
 expect_fail "opening the model" "$bench" "$w/missing.hzq" --quick --device cpu

@@ -161,7 +161,11 @@ def main():
             check(run["pooled_decode_tok_s"] is None, w + ": pooled decode must be null with N = 1")
         check(close(run["ttft_mean_s"], sum(d["ttft_s"] for d in det) / n_req, 1e-6), w + ": TTFT mean")
         check(close(run["response_mean_s"], resp / n_req, 1e-6), w + ": response mean")
-        for key in ("pooled_decode_tok_s", "overall_output_tok_s"):
+        if a.tokens == 1:  # no decode step: no decode time, and nothing to spread
+            check(run["decode_seconds"] == 0, w + ": decode seconds must be 0 with N = 1")
+            check(run["block_spread"]["pooled_decode_tok_s"] is None, w + ": pooled spread must be null with N = 1")
+            check(all(b["pooled_decode_tok_s"] is None for b in run["blocks"]), w + ": block rates null with N = 1")
+        for key in ("pooled_decode_tok_s", "overall_output_tok_s") if a.tokens > 1 else ("overall_output_tok_s",):
             sp = run["block_spread"][key]
             need(sp, f"{w}.block_spread.{key}", ["min", "max", "relative_spread"])
             vals = [b[key] for b in run["blocks"]]
