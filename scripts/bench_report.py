@@ -200,8 +200,11 @@ def run_figures(rep, run, mb, ceil, peer):
          "invariant_checker": lab.get("invariant_checker"), "device": lab["device"],
          "pooled_decode_tok_s": run["pooled_decode_tok_s"], "overall_output_tok_s": run["overall_output_tok_s"],
          "ttft_mean_s": run["ttft_mean_s"], "hit_rate": m["hit_rate"], "h2d_bytes": m["h2d_bytes"],
-         "misses": m["misses"], "block_spread": run["block_spread"]["pooled_decode_tok_s"]["relative_spread"],
-         "vram_peak_bytes": run["vram"]["peak_bytes"]}
+         "misses": m["misses"],
+         # null with N = 1 (no decode step, nothing to spread)
+         "block_spread": (run["block_spread"]["pooled_decode_tok_s"] or {}).get("relative_spread"),
+         "response_mean_s": run["response_mean_s"],
+         "vram_peak_bytes": run["vram"]["peak_bytes"], "rss_peak_bytes": run.get("rss", {}).get("peak_bytes", UNKNOWN)}
     # cuda sessions name the routed experts' kernels (hz_session_stats_json's expert_kernels)
     ss = run.get("session_stats")
     f["expert_kernels"] = ss.get("expert_kernels") if isinstance(ss, dict) else None
@@ -479,13 +482,17 @@ def sweep_lines(arch, figs):
                      pct(f["decode_fraction"]), fmt(f["bound_decode_tok_s"]), pct(f["bound_fraction"]),
                      ratio(f["x_peer_default"]),
                      ratio(f["x_peer_best"]) + (f" ({f['peer_best_variant']})" if f["peer_best_variant"] else ""),
-                     fmt(f["overall_output_tok_s"]), fmt(f["ttft_mean_s"], "{:,.1f}", 1e-3), pct(f["block_spread"])])
+                     fmt(f["overall_output_tok_s"]), fmt(f["ttft_mean_s"], "{:,.1f}", 1e-3),
+                     fmt(f["response_mean_s"], "{:,.1f}", 1e-3), pct(f["block_spread"])])
         mp = f["miss_path_gbps"]
         meets = UNKNOWN if f["miss_path_fraction"] is None else ("yes" if f["miss_path_fraction"] >= 0.8 else "**no**")
         if mp is None:
             meets = "-"
-        rows2.append([executor_cell(f), f["residency"], f["transport"], pct(f["hit_rate"]), pct(f["decode_hit_rate"]),
-                      fmt(f["misses"], "{:,.0f}"), fmt(f["miss_bytes_per_token"], "{:,.2f}", 1e6),
+        rows2.append([executor_cell(f), f["residency"], f["transport"],
+                      # null: no acquire in the window (a full-residency cuda model holds its rows)
+                      "-" if f["hit_rate"] is None else pct(f["hit_rate"]),
+                      "-" if f["decode_hit_rate"] is None else pct(f["decode_hit_rate"]),
+                      fmt(f["misses"], "{:,.0f}"), fmt(f["h2d_bytes"], "{:,.1f}", 1e6), fmt(f["miss_bytes_per_token"], "{:,.2f}", 1e6),
                       fmt(f["prefill_miss_bytes_per_token"], "{:,.2f}", 1e6),
                       "-" if f["decode_h2d_bytes"] == 0 else fmt(f["miss_bound_decode_tok_s"]),
                       "-" if mp is None else fmt(mp, "{:,.2f}"),
@@ -497,15 +504,17 @@ def sweep_lines(arch, figs):
                       "-" if f["staged_bound_fraction"] is None else pct(f["staged_bound_fraction"]),
                       fmt(f["staging_gbps"], "{:,.2f}") if f["staging_gbps"] is not None else "-",
                       f["prefetch_hits"], f["prefetch_wasted_bytes"],
-                      fmt(f["vram_peak_bytes"], "{:.2f}", 2**30)])
+                      fmt(f["vram_peak_bytes"], "{:.2f}", 2**30), fmt(f["rss_peak_bytes"], "{:.2f}", 2**30)])
     out = [f"Rates ({arch}). decode = pooled decode; % roofline = decode / decode ceiling (full-residency bytes); "
            "bound = the decode rate if the decode steps' HBM bytes moved at the read ceiling and the H2D bytes "
            "of the decode phase at the pinned H2D ceiling, one after the other (equal to the roofline at full "
            "residency); % bound = decode / bound; x peer = decode / the peer's pooled decode (default experts, "
            "and the fastest variant).", ""]
     out += table(["executor", "residency", "transport", "blocks", "decode t/s", "% roofline", "bound t/s", "% bound",
-                  "x peer (default)", "x peer (best)", "output t/s", "TTFT ms", "spread"], rows)
-    out += ["", f"Cache and miss path ({arch}). hit = all measured acquires, decode hit = the decode phase's; "
+                  "x peer (default)", "x peer (best)", "output t/s", "TTFT ms", "response ms", "spread"], rows)
+    out += ["", f"Cache and miss path ({arch}). hit = all measured acquires, decode hit = the decode phase's "
+                "(- where the window made no acquire: a full-residency cuda model holds its rows); H2D MB = the "
+                "cache's H2D bytes over all measured requests; "
                 "miss MB/token = H2D bytes of the decode phase / decode steps (prefill: / prompt tokens); "
                 "miss-bound t/s = the decode rate if only those H2D bytes had to move at the ceiling; miss-path "
                 "GB/s = the cache's miss_transfer_bytes / miss_transfer_seconds over all measured requests, its % "
@@ -516,11 +525,11 @@ def sweep_lines(arch, figs):
                 "transport's best case on this host, from ceilings measured minutes apart on a shared host (above "
                 "100% when the host ran faster during the run than during hz-ceilings), and the miss path's % of "
                 "it; UNKNOWN = not reported by this library build.", ""]
-    out += table(["executor", "residency", "transport", "hit", "decode hit", "misses", "miss MB/token",
+    out += table(["executor", "residency", "transport", "hit", "decode hit", "misses", "H2D MB", "miss MB/token",
                   "prefill miss MB/token", "miss-bound t/s",
                   "miss-path GB/s", "prefill / decode GB/s", "H2D ceiling GB/s", "% of H2D", ">= 80%", "staged bound GB/s",
                   "% of staged bound", "staging GB/s", "prefetch hits",
-                  "prefetch wasted B", "VRAM GiB"], rows2)
+                  "prefetch wasted B", "VRAM GiB", "RSS GiB"], rows2)
     return out
 
 

@@ -224,6 +224,36 @@ def check_rows(md, figs):
         cell = f["executor"] + (f" ({'; '.join(notes)})" if notes else "")
         row = f"| {cell} | {f['residency']} | {f['transport']} | {f['blocks']} | {dec} | {frac} |"
         check(row in md, f"markdown lacks the row start: {row}")
+        # the figures DESIGN section 6 names beside the rates: response time, H2D bytes summed, RSS peak
+        key = f"| {cell} | {f['residency']} | {f['transport']} |"
+        rates, cache = table_row(md, "| executor | residency | transport | blocks |", key), \
+            table_row(md, "| executor | residency | transport | hit |", key)
+        check(rates.get("response ms") == "{:,.1f}".format(f["response_mean_s"] * 1e3),
+              f"{key} response ms {rates.get('response ms')}, expected {f['response_mean_s'] * 1e3:,.1f}")
+        check(cache.get("H2D MB") == "{:,.1f}".format(f["h2d_bytes"] / 1e6),
+              f"{key} H2D MB {cache.get('H2D MB')}, expected {f['h2d_bytes'] / 1e6:,.1f}")
+        rss = f["rss_peak_bytes"]
+        check(cache.get("RSS GiB") == ("{:.2f}".format(rss / 2**30) if isinstance(rss, (int, float)) else rss),
+              f"{key} RSS GiB {cache.get('RSS GiB')}, expected {rss}")
+        hit = cache.get("hit")
+        check(hit == ("-" if f["hit_rate"] is None else "{:.1f}%".format(100 * f["hit_rate"])), f"{key} hit {hit}")
+
+
+def table_row(md, header_start, row_start):
+    """The cells, by column name, of the first row starting with row_start in the first table whose header
+    starts with header_start ({} when absent)."""
+    lines = md.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith(header_start):
+            continue
+        names = [c.strip() for c in line.strip().strip("|").split("|")]
+        for r in lines[i + 2:]:
+            if not r.startswith("|"):
+                break
+            if r.startswith(row_start):
+                return dict(zip(names, (c.strip() for c in r.strip().strip("|").split("|"))))
+        return {}
+    return {}
 
 
 def main():
