@@ -293,13 +293,13 @@ void hz_cache_prefetch_wait(hz_cache *cache);
  * with more misses than spare rows is loaded in several rounds inside this one call (one publication
  * per round; the group's own experts are never evicted), so any n <= capacity is served.
  * Blocks while the spare rows it needs are still mapped by leased generations of other threads, and
- * (prefetch on) while a prefetch of the same layer is being loaded and the group has a missing expert:
- * the experts it loaded that the group wants are published first and count as hits (and as
- * prefetch_hits).
+ * (prefetch on) while the queued or running prefetch request of the same layer predicts one of the
+ * group's missing experts: the experts it loaded that the group wants are published first and count as
+ * hits (and as prefetch_hits). A running prefetch that predicts none of them is cancelled instead.
  * Errors: HZ_ERANGE (layer or expert out of range), HZ_EINVAL (duplicates, n == 0, NULL),
  * HZ_ECAPACITY (n above capacity, or the rows it needs are pinned only by leases of the calling
- * thread, which would otherwise wait forever), HZ_EFAULTED, HZ_EDEVICE / HZ_EIO (the miss failed
- * before publication: the previous generation stays authoritative, nothing leaks).
+ * thread, which would otherwise wait forever), HZ_EFAULTED, HZ_EDEVICE / HZ_EIO / HZ_ENOMEM (the miss
+ * failed before publication: the previous generation stays authoritative, nothing leaks).
  * Threading: may be called from any number of threads on one cache; miss transactions are serialized. */
 int hz_generation_acquire(hz_cache *cache, uint32_t layer, const uint32_t *experts, uint32_t n,
                           hz_generation **out);
@@ -307,7 +307,9 @@ int hz_generation_acquire(hz_cache *cache, uint32_t layer, const uint32_t *exper
 /* Ends a lease. `consumer_done` marks when the consumer finished reading the rows (NULL: already
  * finished); rows are reused only after every lease on a generation mapping them is released and its
  * events complete. The event may be destroyed after this returns.
- * Errors: HZ_EINVAL (NULL, or a lease already released or not from this library). Thread-safe. */
+ * Errors: HZ_EINVAL (NULL, a lease already released or not from this library, or an event of another
+ * device: the lease then stays live), HZ_EFAULTED (the cache has failed; the lease is released).
+ * Thread-safe. */
 int hz_generation_release(hz_generation *lease, hz_event *consumer_done);
 
 /* The generation's id (publications are numbered 1, 2, ...). */
@@ -315,7 +317,8 @@ uint64_t hz_generation_id(const hz_generation *lease);
 /* The layer the lease was acquired for. */
 uint32_t hz_generation_layer(const hz_generation *lease);
 /* Row index and device address of `expert` of the lease's layer in this generation.
- * Errors: HZ_ERANGE (expert not resident in this generation). */
+ * Errors: HZ_EINVAL (NULL lease), HZ_ERANGE (expert out of range or not resident in this generation),
+ * HZ_EFAULTED (the cache has failed). */
 int hz_generation_row(const hz_generation *lease, uint32_t expert, uint32_t *out_row,
                       const void **out_address);
 
