@@ -971,9 +971,13 @@ int hz_generation_layer_rows(const hz_generation *lease, uint32_t layer, const v
 int hz_cache_check_model_use(const hz_cache *cache, const hz_host_backing *backing, const hz_device *device) {
     if (!cache) return hz_error(HZ_EINVAL, "NULL cache");
     if (cache->backing != backing) return hz_error(HZ_EINVAL, "the cache was created on another host backing");
-    if (cache->device != device)
-        return hz_error(HZ_EINVAL, "the cache was created on device %s, not %s", hz_device_name(cache->device),
-                        device ? hz_device_name(device) : "(null)");
+    if (cache->device != device) {
+        const char *mine = hz_device_name(cache->device), *given = device ? hz_device_name(device) : "(null)";
+        if (strcmp(mine, given) == 0) /* two opens of one name are two devices */
+            return hz_error(HZ_EINVAL, "the cache was created on another handle of device %s (each "
+                                       "hz_device_open returns a device of its own)", mine);
+        return hz_error(HZ_EINVAL, "the cache was created on device %s, not %s", mine, given);
+    }
     if (hz_cache_is_faulted(cache)) return hz_cache_fault_status(cache);
     return HZ_OK;
 }

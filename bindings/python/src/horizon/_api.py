@@ -11,8 +11,12 @@ idempotent. Using a closed handle raises ClosedError.
 from __future__ import annotations
 
 import atexit
+import operator
 import os
+import sys
 import threading
+import traceback
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -24,6 +28,39 @@ PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 # Guards the child counts: objects may be closed from several threads, and the garbage collector may
 # finalize one while another is being closed on the same thread (hence re-entrant).
 _lock = threading.RLock()
+
+
+def _check_type(value: Any, cls: type, what: str) -> None:
+    if not isinstance(value, cls):
+        raise TypeError(f"{what} must be a horizon.{cls.__name__}, not {type(value).__name__}")
+
+
+def _cstr(value: Any, what: str) -> bytes:
+    """A str for the C library: UTF-8 without NUL (C would stop at the NUL and use a shorter name)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+    if "\0" in value:
+        raise ValueError(f"{what} contains a NUL character: {value!r}")
+    return value.encode()
+
+
+def _path(path: Any) -> bytes:
+    b = os.fsencode(path)  # TypeError for what is not a path
+    if b"\0" in b:
+        raise ValueError(f"the path contains a NUL byte: {path!r}")
+    return b
+
+
+def _set_int(opts: Any, field: str, value: Any) -> None:
+    """Sets an integer option field: TypeError for what is not an int, ValueError outside its C type."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{field} must be an int, not {type(value).__name__}")
+    v = operator.index(value)
+    try:
+        setattr(opts, field, v)
+    except OverflowError:
+        ctype = dict(ffi.typeof(opts).item.fields)[field].type.cname
+        raise ValueError(f"{field} = {v} does not fit its C type {ctype}") from None
 
 
 class _Handle:
@@ -68,11 +105,18 @@ class _Handle:
         """Ends this handle. The native object is destroyed now, or when its last child is closed."""
         with self._lock:
             if self._closed:
+                self._release("raise")  # retries a destroy that failed after this handle was closed
                 return
             self._closed = True
-            self._release()
+            self._release("reopen")
 
-    def _release(self) -> None:
+    def _release(self, on_failure: str) -> None:
+        """Destroys the native object once it is closed and childless. A destroy fails only when children
+        made through the raw layer (leases, events), which the counts do not see, still live: the object is
+        then kept rather than freed under them, and `on_failure` says how the caller hears of it: "reopen"
+        (the close() that failed raises and leaves the handle open), "raise" (a repeated close() raises and
+        the handle stays closed) or "warn" (the last child's close() released it: a ResourceWarning, the
+        handle stays closed, and close() on it again retries)."""
         if self._freed or not self._closed or self._children:
             return
         ptr, self._ptr = self._ptr, self._ffi.NULL
@@ -81,16 +125,19 @@ class _Handle:
             return  # creation failed: nothing to destroy, no parent was counted
         st = self._destroy(ptr)
         if st != 0:
-            # Only children created through the raw layer (leases, events) are invisible to the
-            # counts. Keep the object rather than free it under them; the error names them.
-            self._ptr, self._freed, self._closed = ptr, False, False
-            raise error(st)
+            self._ptr, self._freed = ptr, False
+            err = error(st)
+            if on_failure == "reopen":
+                self._closed = False
+                raise err
+            if on_failure == "raise":
+                raise err
+            warnings.warn(f"horizon: the closed {self._what} is kept, not destroyed: {err}; close() it again "
+                          "once the raw-layer objects made on it are gone", ResourceWarning, stacklevel=3)
+            return
         for p in self._parents:
             p._children -= 1
-            try:
-                p._release()
-            except errors.HorizonError:
-                pass  # that parent reported its own problem when it was closed
+            p._release("warn")
 
     def __enter__(self):
         return self
@@ -125,7 +172,7 @@ class Backing(_Handle):
         if not verify_checksums:
             opts.flags |= lib.HZ_BACKING_SKIP_CHECKSUMS
         out = ffi.new("hz_host_backing **")
-        check(lib.hz_host_backing_open(os.fsencode(path), opts, out))
+        check(lib.hz_host_backing_open(_path(path), opts, out))
         self._adopt(out[0])
 
     def _destroy(self, ptr: Any) -> int:
@@ -148,7 +195,7 @@ class Device(_Handle):
     def __init__(self, name: str = "auto") -> None:
         super().__init__()
         out = ffi.new("hz_device **")
-        check(lib.hz_device_open(name.encode(), out))
+        check(lib.hz_device_open(_cstr(name, "the device name"), out))
         self._adopt(out[0])
 
     def _destroy(self, ptr: Any) -> int:
@@ -198,17 +245,19 @@ class Cache(_Handle):
                  staging_bytes: int = 0, eviction: int = 0, transport: Union[int, str] = 0,
                  placement: Optional[Sequence[int]] = None, staging_threads: int = 0,
                  prefetch: Union[int, str] = 0) -> None:
+        _check_type(backing, Backing, "backing")
+        _check_type(device, Device, "device")
         super().__init__((backing, device))
         self.backing, self.device = backing, device
         opts = ffi.new("hz_cache_options *")
         lib.hz_cache_options_init(opts)
-        opts.capacity = capacity
-        opts.spare_rows = spare_rows
-        opts.staging_bytes = staging_bytes
-        opts.eviction = eviction
-        opts.transport = _by_name(TRANSPORTS, "transport", transport)
-        opts.staging_threads = staging_threads
-        opts.prefetch = _by_name(PREFETCH, "prefetch", prefetch)
+        _set_int(opts, "capacity", capacity)
+        _set_int(opts, "spare_rows", spare_rows)
+        _set_int(opts, "staging_bytes", staging_bytes)
+        _set_int(opts, "eviction", eviction)
+        _set_int(opts, "transport", _by_name(TRANSPORTS, "transport", transport))
+        _set_int(opts, "staging_threads", staging_threads)
+        _set_int(opts, "prefetch", _by_name(PREFETCH, "prefetch", prefetch))
         keep = None
         if placement is not None:
             keep = ffi.new("uint32_t[]", list(placement))
@@ -252,12 +301,15 @@ class Model(_Handle):
 
     def __init__(self, backing: Backing, device: Device, cache: Cache, *,
                  executor: Optional[str] = None) -> None:
+        _check_type(backing, Backing, "backing")
+        _check_type(device, Device, "device")
+        _check_type(cache, Cache, "cache")
         super().__init__((backing, device, cache))
         self.backing, self.device, self.cache = backing, device, cache
         self._owned: Tuple[_Handle, ...] = ()
         opts = ffi.new("hz_model_options *")
         lib.hz_model_options_init(opts)
-        name = ffi.new("char[]", executor.encode()) if executor else ffi.NULL
+        name = ffi.new("char[]", _cstr(executor, "executor")) if executor is not None else ffi.NULL
         opts.executor = name
         out = ffi.new("hz_model **")
         check(lib.hz_model_create(backing._raw(), device._raw(), cache._raw(), opts, out))
@@ -287,8 +339,22 @@ class Model(_Handle):
         return Session(self, max_context=max_context)
 
 
+def _token(t: Any) -> int:
+    """A token id: an int (or an integer type such as numpy's); a bool, float or str is refused rather
+    than converted."""
+    if isinstance(t, bool) or not hasattr(t, "__index__"):
+        raise TypeError(f"a token id must be an int, not {type(t).__name__}")
+    return operator.index(t)
+
+
+def _token_list(tokens: Iterable[int]) -> List[int]:
+    if isinstance(tokens, (str, bytes, bytearray)):
+        raise TypeError(f"a prompt is a sequence of token ids, not {type(tokens).__name__}")
+    return [_token(t) for t in tokens]
+
+
 def _tokens(tokens: Iterable[int]) -> Tuple[Any, int]:
-    seq = [int(t) for t in tokens]
+    seq = _token_list(tokens)
     try:
         return ffi.new("int32_t[]", seq), len(seq)
     except OverflowError:
@@ -303,11 +369,12 @@ class Session(_Handle):
     _what = "session"
 
     def __init__(self, model: Model, *, max_context: int = 0) -> None:
+        _check_type(model, Model, "model")
         super().__init__((model,))
         self.model = model
         opts = ffi.new("hz_session_options *")
         lib.hz_session_options_init(opts)
-        opts.max_context = max_context
+        _set_int(opts, "max_context", max_context)
         out = ffi.new("hz_session **")
         check(lib.hz_session_create(model._raw(), opts, out))
         self._adopt(out[0])
@@ -337,8 +404,20 @@ class Session(_Handle):
     def generate(self, prompt: Iterable[int], max_tokens: int, *,
                  stop_at_eos: bool = False) -> Iterator[int]:
         """Prefills `prompt`, then yields up to `max_tokens` generated token ids, each fed back as the
-        next input. With stop_at_eos the model's EOS token ends the stream (and is yielded)."""
-        if max_tokens <= 0:
+        next input. With stop_at_eos the model's EOS token ends the stream (and is yielded). The
+        arguments and the session are checked here, before the first token is asked for (a closed
+        session raises ClosedError, a negative max_tokens ValueError); max_tokens 0 runs nothing."""
+        if isinstance(max_tokens, bool) or not hasattr(max_tokens, "__index__"):
+            raise TypeError(f"max_tokens must be an int, not {type(max_tokens).__name__}")
+        n = operator.index(max_tokens)
+        if n < 0:
+            raise ValueError(f"max_tokens must be 0 or more, not {n}")
+        seq = _token_list(prompt)
+        self._raw()
+        return self._generate(seq, n, stop_at_eos)
+
+    def _generate(self, prompt: List[int], max_tokens: int, stop_at_eos: bool) -> Iterator[int]:
+        if max_tokens == 0:
             return
         eos = self.model.info.eos_token if stop_at_eos else None
         token = self.prefill(prompt)
@@ -378,9 +457,9 @@ class Session(_Handle):
         opts = ffi.new("hz_sampler_options *")
         lib.hz_sampler_options_init(opts)
         opts.temperature = temperature
-        opts.top_k = top_k
+        _set_int(opts, "top_k", top_k)
         opts.top_p = top_p
-        opts.seed = seed
+        _set_int(opts, "seed", seed)
         check(lib.hz_session_set_sampler(self._raw(), opts))
 
     def stats(self) -> Dict[str, Any]:
@@ -441,8 +520,14 @@ def _hz_py_log(user: Any, level: int, message: Any) -> None:
     if fn is not None:
         try:
             fn(int(level), text(message))
-        except Exception:
-            pass  # an exception cannot travel back through C
+        except Exception as exc:  # it cannot travel back through C: reported as Python does unraisables
+            err = sys.stderr
+            if err is not None:
+                try:
+                    print("Exception ignored in the horizon log callback", repr(fn), file=err)
+                    traceback.print_exception(type(exc), exc, exc.__traceback__, file=err)
+                except Exception:
+                    pass
 
 
 def set_log_callback(fn: Optional[Callable[[int, str], None]], level: int = 1) -> None:
@@ -450,6 +535,8 @@ def set_log_callback(fn: Optional[Callable[[int, str], None]], level: int = 1) -
     which may be called from library threads; None silences the library (its default). Install it
     before creating objects (the library does not synchronise it with calls in flight)."""
     global _log_fn
+    if fn is not None and not callable(fn):
+        raise TypeError(f"the log callback must be callable or None, not {type(fn).__name__}")
     _log_fn = fn
     if fn is None:
         lib.hz_set_log_callback(ffi.NULL, ffi.NULL, 0)

@@ -31,6 +31,16 @@ class HorizonError(Exception):
             text += f": {message}"
         super().__init__(text)
 
+    def __reduce__(self):
+        # Rebuilt from its fields, so that pickling (multiprocessing, concurrent.futures) keeps the
+        # status, name, description and message as they were.
+        return (_rebuild, (type(self), self.message, self.status, self.name, self.description))
+
+
+def _rebuild(cls: Type["HorizonError"], message: str, status: int, name: str,
+             description: str) -> "HorizonError":
+    return cls(message, status=status, name=name, description=description)
+
 
 # One class per code. Where a builtin exception means the same thing it is a second base, so callers
 # may catch either (e.g. `except ValueError`).
