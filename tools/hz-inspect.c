@@ -1,5 +1,6 @@
 /* hz-inspect: prints a Horizon artifact's manifest summary; --verify also checks every checksum and the
- * whole-artifact identity. Exit status 0 only for a valid artifact. */
+ * whole-artifact identity. Exit status 0 for an artifact whose header and manifest are valid (with
+ * --verify: whose every checksum and identity match too). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -46,9 +47,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *path = argv[optind];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        fprintf(stderr, "hz-inspect: HZ_EIO: %s: cannot open: %s\n", path, strerror(errno));
+    int fd;
+    if (hz_file_open_regular(path, &fd, NULL) != HZ_OK) {
+        fprintf(stderr, "hz-inspect: HZ_EIO: %s\n", hz_last_error_message());
         return 1;
     }
     hz_artifact *art = NULL;

@@ -5,6 +5,7 @@
  * on chunking or sharding, and tensors are generated chunk by chunk while they are written: the
  * full-size presets need a few MiB of memory, not the size of the model. */
 #include <cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -130,6 +131,32 @@ static int write_text(const char *path, const char *text) {
     return HZ_OK;
 }
 
+/* Removes the checkpoint files of an earlier run in `dir` that this run did not write (a single file
+ * where shards were written now, or shards of another count, or an index), so that the directory holds
+ * one checkpoint: a reader would otherwise find the stale index or shards. Only names this tool makes. */
+static int remove_stale(const char *dir, uint32_t n_shards) {
+    DIR *d = opendir(dir);
+    if (!d) return hz_error(HZ_EIO, "%s: cannot list: %s", dir, strerror(errno));
+    int rc = HZ_OK;
+    for (struct dirent *e; rc == HZ_OK && (e = readdir(d));) {
+        unsigned a, b;
+        int off = 0;
+        const char *n = e->d_name;
+        int stale = 0;
+        if (!strcmp(n, "model.safetensors")) stale = n_shards > 1;
+        else if (!strcmp(n, "model.safetensors.index.json")) stale = n_shards == 1;
+        else if (sscanf(n, "model-%5u-of-%5u.safetensors%n", &a, &b, &off) == 2 && off == (int)strlen(n))
+            stale = n_shards == 1 || b != n_shards;
+        if (!stale) continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, n);
+        if (unlink(path) != 0) rc = hz_error(HZ_EIO, "%s: cannot remove the earlier checkpoint's file: %s", path,
+                                             strerror(errno));
+    }
+    closedir(d);
+    return rc;
+}
+
 static void shard_name(char *out, size_t cap, uint32_t shard, uint32_t n_shards) {
     if (n_shards == 1) snprintf(out, cap, "model.safetensors");
     else snprintf(out, cap, "model-%05u-of-%05u.safetensors", shard + 1, n_shards);
@@ -224,7 +251,7 @@ int main(int argc, char **argv) {
             char *end;
             errno = 0;
             seed = strtoull(optarg, &end, 0);
-            if (errno || *end || !*optarg) {
+            if (errno || *end || !*optarg || optarg[0] == '-') { /* strtoull would wrap a negative */
                 fprintf(stderr, "hz-mkmodel: --seed: not a number: %s\n", optarg);
                 return 2;
             }
@@ -234,7 +261,7 @@ int main(int argc, char **argv) {
             char *end;
             errno = 0;
             shard_limit = strtoull(optarg, &end, 0);
-            if (errno || *end || !*optarg || shard_limit == 0) {
+            if (errno || *end || !*optarg || shard_limit == 0 || optarg[0] == '-') {
                 fprintf(stderr, "hz-mkmodel: --shard-bytes: not a positive number: %s\n", optarg);
                 return 2;
             }
@@ -320,19 +347,22 @@ int main(int argc, char **argv) {
     uint32_t n_shards = shard + 1;
 
     if ((rc = mkdir_p(dir))) return die(rc, NULL);
-    char path[4096];
-    char *cfg_json = hz_hfconfig_to_json(&cfg);
-    if (!cfg_json) return die(HZ_ENOMEM, "config.json");
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    rc = write_text(path, cfg_json);
-    free(cfg_json);
-    if (rc) return die(rc, NULL);
-
+    /* The weights first (each file renamed into place when complete), then config.json, then what an
+     * earlier run left: a failure part way leaves the earlier checkpoint's files, never none. */
     uint16_t *buf = malloc(CHUNK_VALUES * sizeof *buf);
     if (!buf) return die(HZ_ENOMEM, NULL);
     for (uint32_t s = 0; s < n_shards && !rc; s++) rc = write_shard(dir, &l, s, n_shards, seed, buf);
     free(buf);
     if (!rc && n_shards > 1) rc = write_index(dir, &l, n_shards, total);
+    char path[4096];
+    char *cfg_json = rc ? NULL : hz_hfconfig_to_json(&cfg);
+    if (!rc && !cfg_json) rc = hz_error(HZ_ENOMEM, "config.json: out of memory");
+    if (!rc) {
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        rc = write_text(path, cfg_json);
+    }
+    free(cfg_json);
+    if (!rc) rc = remove_stale(dir, n_shards);
     if (rc) {
         free(l.v);
         return die(rc, NULL);

@@ -358,14 +358,35 @@ static const char *dtype_word(hz_dtype d) {
     return d == HZ_DTYPE_F32 ? "f32" : d == HZ_DTYPE_F16 ? "f16" : "bf16";
 }
 
-static int is_expert_name(const char *name) {
+/* A routed expert's tensor of a layer and expert the config has (others are reported as ignored). */
+static int is_expert_name(const char *name, const hz_model_config *cfg) {
     unsigned l, e;
     char proj[16];
     int off = 0;
     if (sscanf(name, "model.layers.%u.mlp.experts.%u.%15[a-z_].weight%n", &l, &e, proj, &off) != 3 ||
-        off != (int)strlen(name))
+        off != (int)strlen(name) || l >= cfg->layers || e >= cfg->experts)
         return 0;
     return !strcmp(proj, "gate_proj") || !strcmp(proj, "up_proj") || !strcmp(proj, "down_proj");
+}
+
+/* Refuses an output path that names one of the checkpoint's files, or the other output: the rename at
+ * the end would replace that file (the checkpoint is read until then). */
+static int check_outputs(const hz_st_set *set, const char *out, const char *export_path) {
+    if (export_path && strcmp(out, export_path) == 0)
+        return hz_error(HZ_EINVAL, "the artifact and the export are both %s", out);
+    struct stat so, se, si;
+    const int have_o = stat(out, &so) == 0, have_e = export_path && stat(export_path, &se) == 0;
+    if (have_o && have_e && so.st_dev == se.st_dev && so.st_ino == se.st_ino)
+        return hz_error(HZ_EINVAL, "the artifact %s and the export %s are the same file", out, export_path);
+    for (uint32_t i = 0; i < set->n_files && (have_o || have_e); i++) {
+        if (stat(set->paths[i], &si) != 0) continue;
+        if (have_o && so.st_dev == si.st_dev && so.st_ino == si.st_ino)
+            return hz_error(HZ_EINVAL, "the artifact path %s is the checkpoint's file %s", out, set->paths[i]);
+        if (have_e && se.st_dev == si.st_dev && se.st_ino == si.st_ino)
+            return hz_error(HZ_EINVAL, "the export path %s is the checkpoint's file %s", export_path,
+                            set->paths[i]);
+    }
+    return HZ_OK;
 }
 
 static int run(const char *model_dir, const char *out, const char *export_path, pack_ctx *c) {
@@ -374,12 +395,12 @@ static int run(const char *model_dir, const char *out, const char *export_path, 
     int rc = hz_hfconfig_load(path, &c->cfg);
     if (rc) return rc;
     if ((rc = hz_st_open(model_dir, &c->set))) return rc;
+    if ((rc = check_outputs(c->set, out, export_path))) return rc;
     c->fds = calloc(c->set->n_files, sizeof *c->fds);
     if (!c->fds) return hz_error(HZ_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < c->set->n_files; i++) c->fds[i] = -1;
     for (uint32_t i = 0; i < c->set->n_files; i++) {
-        c->fds[i] = open(c->set->paths[i], O_RDONLY | O_CLOEXEC);
-        if (c->fds[i] < 0) return hz_error(HZ_EIO, "%s: cannot open: %s", c->set->paths[i], strerror(errno));
+        if ((rc = hz_file_open_regular(c->set->paths[i], &c->fds[i], NULL))) return rc;
     }
 
     hz_tensor_spec *specs = NULL;
@@ -392,7 +413,7 @@ static int run(const char *model_dir, const char *out, const char *export_path, 
         const hz_st_tensor *t = &c->set->tensors[i];
         if ((unsigned)t->dtype < 3) by_dtype[t->dtype] += t->nbytes;
         c->total_bytes += t->nbytes;
-        int known = is_expert_name(t->name);
+        int known = is_expert_name(t->name, &c->cfg);
         for (uint32_t k = 0; k < n_specs && !known; k++) known = !strcmp(specs[k].name, t->name);
         if (!known && !c->quiet)
             fprintf(stderr, "hz-pack: warning: ignoring tensor '%s' (not used by %s)\n", t->name,

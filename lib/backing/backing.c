@@ -252,8 +252,9 @@ int hz_host_backing_open(const char *path, const hz_backing_options *opts, hz_ho
             flags = opts->flags;
     }
     double t0 = hz_now_seconds();
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return hz_error(HZ_EIO, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
+    int rc0 = hz_file_open_regular(path, &fd, NULL);
+    if (rc0) return rc0;
 
     hz_artifact *art = NULL;
     int rc = hz_artifact_read_meta(fd, path, &art);

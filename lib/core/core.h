@@ -26,6 +26,13 @@ int hz_error_prefix(int status, const char *fmt, ...) HZ_PRINTF(2, 3);
 /* Clears the calling thread's last-error message. */
 void hz_error_clear(void);
 
+/* Opens `path` read-only (close-on-exec) only if it is a regular file: a FIFO, device or directory is
+ * refused with HZ_EIO instead of blocking or being read as data. *out_size (may be NULL) is its size. */
+int hz_file_open_regular(const char *path, int *out_fd, uint64_t *out_size);
+/* HZ_OK when `path` is absent or a regular file; HZ_EINVAL (naming it) when something else is there,
+ * which an output written as a temporary file and renamed over it would silently replace. */
+int hz_file_check_output(const char *path);
+
 /* Logging through the installed callback (no-op without one). */
 void hz_log(int level, const char *fmt, ...) HZ_PRINTF(2, 3);
 

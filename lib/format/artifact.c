@@ -824,11 +824,9 @@ int hz_source_identity(const hz_st_set *set, char out[HZ_IDENTITY_HEX_BYTES]) {
         uint8_t sz[8];
         put_u64(sz, set->file_sizes[order[k]]);
         XXH3_128bits_update(st, sz, 8);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            rc = hz_error(HZ_EIO, "%s: cannot open: %s", path, strerror(errno));
-            goto done;
-        }
+        int fd;
+        rc = hz_file_open_regular(path, &fd, NULL);
+        if (rc) goto done;
         uint8_t len8[8];
         rc = pread_full(fd, len8, 8, 0, path);
         uint64_t hl = rc ? 0 : get_u64(len8);
@@ -983,6 +981,11 @@ int hz_artifact_writer_create(const char *path, const hz_model_config *cfg, cons
         !w->tmp_path) {
         writer_free(w);
         return hz_error(HZ_ENOMEM, "out of memory creating the artifact writer");
+    }
+    rc = hz_file_check_output(path); /* the rename would replace a device node or a FIFO */
+    if (rc) {
+        writer_free(w);
+        return rc;
     }
     /* a temporary name in the same directory, so the final rename is atomic */
     snprintf(w->tmp_path, tl, "%s.tmp.XXXXXX", path);

@@ -13,12 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "core/core.h"
 
 #define CFG_MAX_BYTES (16u * 1024u * 1024u)
+#define HZ_CFG_MAX_LAYERS 4096u
+#define HZ_CFG_MAX_EXPERTS 4096u
+#define HZ_CFG_MAX_EXPERT_BLOBS (1u << 20)
 
 const char *hz_arch_name(hz_arch arch) {
     switch (arch) {
@@ -253,6 +257,13 @@ static int validate(const hz_model_config *c) {
         if (positive[i].v == 0) return hz_error(HZ_EFORMAT, "config.json: key '%s' must be positive", positive[i].key);
     if (c->arch == HZ_ARCH_QWEN2MOE && c->shared_inter == 0)
         return hz_error(HZ_EFORMAT, "config.json: key 'shared_expert_intermediate_size' must be positive");
+    /* Bounds far above any model of these architectures, so that a corrupt or hostile count is refused
+     * here and not discovered as an allocation of tens of gigabytes for the tensor inventory. */
+    if (c->layers > HZ_CFG_MAX_LAYERS || c->experts > HZ_CFG_MAX_EXPERTS ||
+        (uint64_t)c->layers * c->experts > HZ_CFG_MAX_EXPERT_BLOBS)
+        return hz_error(HZ_EUNSUPPORTED,
+                        "config.json: %u layers x %u experts: at most %u layers, %u experts and %u experts in all",
+                        c->layers, c->experts, HZ_CFG_MAX_LAYERS, HZ_CFG_MAX_EXPERTS, HZ_CFG_MAX_EXPERT_BLOBS);
     if (c->hidden % c->heads != 0)
         return hz_error(HZ_EFORMAT, "config.json: hidden_size %u is not divisible by num_attention_heads %u",
                         c->hidden, c->heads);
@@ -328,8 +339,15 @@ int hz_hfconfig_load(const char *path, hz_model_config *out) {
     if (!path || !out) return hz_error(HZ_EINVAL, "hz_hfconfig_load: NULL argument");
     memset(out, 0, sizeof *out);
     char eb[128];
-    FILE *f = fopen(path, "rb");
-    if (!f) return hz_error(HZ_EIO, "%s: cannot open: %s", path, strerror_r(errno, eb, sizeof eb));
+    int fd;
+    int st0 = hz_file_open_regular(path, &fd, NULL);
+    if (st0) return st0;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int err = errno;
+        close(fd);
+        return hz_error(HZ_EIO, "%s: cannot open: %s", path, strerror_r(err, eb, sizeof eb));
+    }
     long size = -1;
     if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
     if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {

@@ -344,22 +344,7 @@ static int pread_full(int fd, void *dst, uint64_t bytes, uint64_t offset, const 
 }
 
 static int open_regular(const char *path, int *out_fd, uint64_t *out_size) {
-    char eb[128];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return hz_error(HZ_EIO, "%s: cannot open: %s", path, errno_text(errno, eb, sizeof eb));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int err = errno;
-        close(fd);
-        return hz_error(HZ_EIO, "%s: cannot stat: %s", path, errno_text(err, eb, sizeof eb));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return hz_error(HZ_EIO, "%s: not a regular file", path);
-    }
-    *out_fd = fd;
-    *out_size = (uint64_t)sb.st_size;
-    return HZ_OK;
+    return hz_file_open_regular(path, out_fd, out_size);
 }
 
 /* Opens one .safetensors file and validates its header; the descriptor stays open in *out_fd. */
@@ -712,6 +697,8 @@ int hz_st_read_f32(const hz_st_set *set, const hz_st_tensor *t, float *dst) {
 struct hz_st_writer {
     int fd;
     char *path;
+    char *tmp_path; /* written here, renamed to path by finish: a failure never leaves a partial file
+                     * at path nor removes what was there */
     uint64_t total;   /* declared data bytes */
     uint64_t written; /* data bytes appended so far */
     uint32_t n;
@@ -795,6 +782,7 @@ static void writer_free(hz_st_writer *w) {
     free(w->names);
     free(w->ends);
     free(w->path);
+    free(w->tmp_path);
     free(w);
 }
 
@@ -901,9 +889,23 @@ int hz_st_writer_create(const char *path, const hz_st_decl *decls, uint32_t n, h
     w->total = at;
 
     char eb[128];
-    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (w->fd < 0) {
-        st = hz_error(HZ_EIO, "%s: cannot create: %s", path, errno_text(errno, eb, sizeof eb));
+    size_t tl = strlen(path) + 16;
+    st = hz_file_check_output(path);
+    if (st == HZ_OK && !(w->tmp_path = malloc(tl))) st = hz_error(HZ_ENOMEM, "%s: out of memory", path);
+    if (st != HZ_OK) {
+        free(hb.p);
+        writer_free(w);
+        return st;
+    }
+    /* a temporary name in the same directory, so the final rename is atomic */
+    snprintf(w->tmp_path, tl, "%s.tmp.XXXXXX", path);
+    w->fd = mkostemp(w->tmp_path, O_CLOEXEC);
+    if (w->fd < 0 || fchmod(w->fd, 0644) != 0) { /* mkostemp makes 0600; this is ordinary data */
+        st = hz_error(HZ_EIO, "%s: cannot create: %s", w->tmp_path, errno_text(errno, eb, sizeof eb));
+        if (w->fd >= 0) {
+            close(w->fd);
+            unlink(w->tmp_path);
+        }
         free(hb.p);
         writer_free(w);
         return st;
@@ -946,10 +948,17 @@ int hz_st_writer_finish(hz_st_writer *w) {
     }
     int fd = w->fd;
     w->fd = -1;
+    char eb[128];
     if (close(fd) != 0) {
-        char eb[128];
-        int st = hz_error(HZ_EIO, "%s: close failed: %s", w->path, errno_text(errno, eb, sizeof eb));
-        unlink(w->path);
+        int st = hz_error(HZ_EIO, "%s: close failed: %s", w->tmp_path, errno_text(errno, eb, sizeof eb));
+        unlink(w->tmp_path);
+        writer_free(w);
+        return st;
+    }
+    if (rename(w->tmp_path, w->path) != 0) {
+        int st = hz_error(HZ_EIO, "rename %s -> %s failed: %s", w->tmp_path, w->path,
+                          errno_text(errno, eb, sizeof eb));
+        unlink(w->tmp_path);
         writer_free(w);
         return st;
     }
@@ -960,6 +969,6 @@ int hz_st_writer_finish(hz_st_writer *w) {
 void hz_st_writer_abort(hz_st_writer *w) {
     if (!w) return;
     if (w->fd >= 0) close(w->fd);
-    unlink(w->path);
+    if (w->tmp_path) unlink(w->tmp_path); /* never w->path: whatever was there stays */
     writer_free(w);
 }

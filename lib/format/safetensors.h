@@ -71,12 +71,15 @@ typedef struct hz_st_decl {
 
 typedef struct hz_st_writer hz_st_writer;
 
+/* Writes to a temporary file beside `path` (path.tmp.XXXXXX), renamed to `path` by finish: until then
+ * whatever is at `path` is untouched, and a failure or abort leaves it as it was. HZ_EINVAL when `path`
+ * exists and is not a regular file. */
 int hz_st_writer_create(const char *path, const hz_st_decl *decls, uint32_t n, hz_st_writer **out);
 /* Appends bytes (any split of the declared tensors' data, in order). HZ_EINVAL past the end. */
 int hz_st_writer_write(hz_st_writer *w, const void *data, uint64_t bytes);
-/* Checks that every declared byte was written, closes and frees. */
+/* Checks that every declared byte was written, closes, renames the file to its path and frees. */
 int hz_st_writer_finish(hz_st_writer *w);
-/* Closes, removes the partial file, frees. NULL allowed. */
+/* Closes, removes the temporary file (not `path`), frees. NULL allowed. */
 void hz_st_writer_abort(hz_st_writer *w);
 
 #endif

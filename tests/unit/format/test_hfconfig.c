@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include <cjson/cJSON.h>
@@ -294,6 +296,52 @@ static void test_missing_and_wrong_keys(void **state) {
     assert_non_null(strstr(hz_last_error_message(), "/nonexistent/config.json"));
 }
 
+/* Counts far beyond any model are refused by the parser, before any allocation sized by them. */
+static void test_huge_counts(void **state) {
+    (void)state;
+    struct {
+        const char *layers, *experts;
+        int want;
+    } cases[] = {{"4294967295", "8", HZ_EUNSUPPORTED},
+                 {"4097", "8", HZ_EUNSUPPORTED},
+                 {"2", "4097", HZ_EUNSUPPORTED},
+                 {"4096", "4096", HZ_EUNSUPPORTED},
+                 {"4096", "256", HZ_OK},
+                 {"16", "64", HZ_OK}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{\"model_type\":\"olmoe\",\"hidden_size\":256,\"intermediate_size\":128,"
+                 "\"num_hidden_layers\":%s,\"num_attention_heads\":4,\"vocab_size\":512,"
+                 "\"num_experts_per_tok\":2,\"num_experts\":%s}",
+                 cases[i].layers, cases[i].experts);
+        hz_model_config c;
+        int st = hz_hfconfig_parse(text, strlen(text), &c);
+        if (st != cases[i].want)
+            fail_msg("%s layers x %s experts: status %d, expected %d (%s)", cases[i].layers, cases[i].experts, st,
+                     cases[i].want, hz_last_error_message());
+        if (st) assert_non_null(strstr(hz_last_error_message(), "at most 4096 layers"));
+    }
+}
+
+/* A FIFO or a directory named as config.json is refused at once (opening a FIFO would wait for a
+ * writer). */
+static void test_load_refuses_what_is_not_a_file(void **state) {
+    (void)state;
+    char dir[] = "/tmp/hz-hfconfig-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char fifo[64];
+    snprintf(fifo, sizeof fifo, "%s/config.json", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    hz_model_config c;
+    assert_int_equal(hz_hfconfig_load(fifo, &c), HZ_EIO);
+    assert_non_null(strstr(hz_last_error_message(), "not a regular file"));
+    assert_int_equal(hz_hfconfig_load(dir, &c), HZ_EIO);
+    assert_non_null(strstr(hz_last_error_message(), "not a regular file"));
+    unlink(fifo);
+    rmdir(dir);
+}
+
 static void test_presets(void **state) {
     (void)state;
     hz_model_config c;
@@ -384,6 +432,8 @@ int main(void) {
         cmocka_unit_test(test_qwen_rules),
         cmocka_unit_test(test_unknown_model_type),
         cmocka_unit_test(test_missing_and_wrong_keys),
+        cmocka_unit_test(test_huge_counts),
+        cmocka_unit_test(test_load_refuses_what_is_not_a_file),
         cmocka_unit_test(test_presets),
         cmocka_unit_test(test_to_json_roundtrip),
     };

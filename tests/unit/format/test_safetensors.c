@@ -3,10 +3,12 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -436,7 +438,7 @@ static void test_writer_errors(void **state) {
     /* a short write fails finish, names the tensor it stopped in, and leaves no file */
     const hz_st_decl decls[] = {{"first", HZ_DTYPE_F32, 1, {2}}, {"second", HZ_DTYPE_BF16, 1, {4}}};
     assert_int_equal(hz_st_writer_create(path, decls, 2, &w), HZ_OK);
-    assert_int_equal(access(path, F_OK), 0);
+    assert_int_not_equal(access(path, F_OK), 0); /* written beside its path until finish */
     uint8_t bytes[16] = {0};
     assert_int_equal(hz_st_writer_write(w, bytes, 10), HZ_OK);
     assert_int_equal(hz_st_writer_finish(w), HZ_EINVAL);
@@ -449,6 +451,48 @@ static void test_writer_errors(void **state) {
     hz_st_writer_abort(w);
     assert_int_not_equal(access(path, F_OK), 0);
     hz_st_writer_abort(NULL);
+
+    /* what was at the path stays there through a failed or aborted write, and no temporary is left */
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("earlier", f);
+    fclose(f);
+    assert_int_equal(hz_st_writer_create(path, decls, 2, &w), HZ_OK);
+    assert_int_equal(hz_st_writer_write(w, bytes, 10), HZ_OK);
+    assert_int_equal(hz_st_writer_finish(w), HZ_EINVAL);
+    assert_int_equal(hz_st_writer_create(path, decls, 2, &w), HZ_OK);
+    hz_st_writer_abort(w);
+    char got[16] = {0};
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(got, sizeof got, f));
+    fclose(f);
+    assert_string_equal(got, "earlier");
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));)
+        if (strstr(e->d_name, ".tmp.")) fail_msg("temporary file %s left behind", e->d_name);
+    closedir(d);
+    /* and a complete write replaces it */
+    assert_int_equal(hz_st_writer_create(path, decls, 2, &w), HZ_OK);
+    assert_int_equal(hz_st_writer_write(w, bytes, 16), HZ_OK);
+    assert_int_equal(hz_st_writer_finish(w), HZ_OK);
+    hz_st_set *set = NULL;
+    assert_int_equal(hz_st_open(path, &set), HZ_OK);
+    assert_non_null(hz_st_find(set, "second"));
+    hz_st_close(set);
+    unlink(path);
+
+    /* a FIFO (or anything not a regular file) at the path is refused, not replaced */
+    char *fifo = join(dir, "w.fifo");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(hz_st_writer_create(fifo, decls, 2, &w), HZ_EINVAL);
+    assert_non_null(strstr(hz_last_error_message(), "not a regular file"));
+    struct stat sb;
+    assert_int_equal(lstat(fifo, &sb), 0);
+    assert_true(S_ISFIFO(sb.st_mode));
+    unlink(fifo);
+    free(fifo);
 
     /* an unwritable path */
     char *bad = join(dir, "no/such/dir.safetensors");

@@ -1,0 +1,81 @@
+#!/bin/sh
+# The tools and the files around them: an output never replaces an input, another output or something
+# that is not a regular file; a failed run leaves what was at its output paths as it was; a FIFO given
+# as an input is refused at once; hz-mkmodel run again in a directory leaves one checkpoint there; a
+# config with absurd counts is refused before anything is allocated for them.
+# usage: tools_files.sh HZ_MKMODEL HZ_PACK HZ_INSPECT
+set -eu
+mkmodel=$1 pack=$2 inspect=$3
+w=$(mktemp -d "${TMPDIR:-/tmp}/hz-tools-files.XXXXXX")
+trap 'rm -rf "$w"' EXIT
+
+fail() { echo "tools_files: FAIL: $*" >&2; exit 1; }
+# expect_fail STDERR_NEEDLE cmd...: a non-zero exit within 30 s (a FIFO must not block) and the needle
+expect_fail() {
+    needle=$1; shift
+    rc=0
+    timeout 30 "$@" >"$w/out" 2>"$w/err" || rc=$?
+    test $rc -ne 0 || fail "succeeded: $*"
+    test $rc -ne 124 || fail "timed out (blocked?): $*"
+    grep -q -- "$needle" "$w/err" || { cat "$w/err" >&2; fail "stderr lacks '$needle': $*"; }
+}
+no_temp_left() { ! ls "$1" | grep -q '\.tmp\.' || fail "a temporary file was left in $1: $(ls "$1")"; }
+
+"$mkmodel" --arch olmoe --preset tiny --seed 2 "$w/m" >/dev/null
+cp "$w/m/model.safetensors" "$w/orig.safetensors"
+
+# 1. outputs that name an input or each other are refused, and the input is untouched
+expect_fail "the export path $w/m/model.safetensors is the checkpoint's file" \
+    "$pack" "$w/m" "$w/a.hzq" --export-dequantized "$w/m/model.safetensors" --quiet
+expect_fail "the artifact path $w/m/model.safetensors is the checkpoint's file" \
+    "$pack" "$w/m" "$w/m/model.safetensors" --quiet
+expect_fail "the artifact and the export are both" "$pack" "$w/m" "$w/same" --export-dequantized "$w/same" --quiet
+cmp "$w/m/model.safetensors" "$w/orig.safetensors" || fail "the checkpoint changed"
+test ! -e "$w/a.hzq" && test ! -e "$w/same" || fail "an output was written by a refused run"
+
+# 2. a failed run leaves existing outputs as they were (here the artifact's directory does not exist)
+echo "an earlier export" >"$w/prev.safetensors"
+echo "an earlier artifact" >"$w/prev.hzq"
+expect_fail "cannot create" "$pack" "$w/m" "$w/no/such/dir/a.hzq" --export-dequantized "$w/prev.safetensors" --quiet
+grep -q "an earlier export" "$w/prev.safetensors" || fail "the earlier export was lost"
+no_temp_left "$w"
+"$pack" "$w/m" "$w/prev.hzq" --export-dequantized "$w/prev.safetensors" --quiet
+"$inspect" --verify "$w/prev.hzq" | grep -q '^verify: OK' || fail "the replaced artifact does not verify"
+test "$(head -c 8 "$w/prev.safetensors" | od -An -tu8 | tr -d ' ')" -gt 0 || fail "the export was not replaced"
+no_temp_left "$w"
+
+# 3. what is not a regular file: never replaced as an output, refused at once as an input
+mkfifo "$w/fifo"
+expect_fail "not a regular file" "$pack" "$w/m" "$w/fifo" --quiet
+expect_fail "not a regular file" "$pack" "$w/m" "$w/b.hzq" --export-dequantized "$w/fifo" --quiet
+test -p "$w/fifo" || fail "the FIFO was replaced"
+expect_fail "not a regular file" "$inspect" "$w/fifo"
+mkdir "$w/mf"
+cp "$w/m/model.safetensors" "$w/mf/"
+mkfifo "$w/mf/config.json"
+expect_fail "not a regular file" "$pack" "$w/mf" "$w/c.hzq" --quiet
+rm "$w/mf/config.json" && cp "$w/m/config.json" "$w/mf/" && rm "$w/mf/model.safetensors" && mkfifo "$w/mf/model.safetensors"
+expect_fail "not a regular file" "$pack" "$w/mf" "$w/c.hzq" --quiet
+no_temp_left "$w"
+
+# 4. hz-mkmodel run again in one directory: one checkpoint, the same as in a fresh directory
+"$mkmodel" --arch qwen2moe --preset tiny --seed 4 --shard-bytes 1000000 "$w/q" >/dev/null
+ls "$w/q" | grep -q 'model-00001-of-' || fail "no shards"
+"$mkmodel" --arch qwen2moe --preset tiny --seed 5 "$w/q" >/dev/null
+test -z "$(ls "$w/q" | grep -e 'model-0' -e 'index.json')" || fail "stale shards or index left: $(ls "$w/q")"
+"$mkmodel" --arch qwen2moe --preset tiny --seed 5 "$w/q5" >/dev/null
+"$pack" "$w/q" "$w/q.hzq" --quiet && "$pack" "$w/q5" "$w/q5.hzq" --quiet
+test "$("$inspect" "$w/q.hzq" | sed -n 's/^identity: //p')" = "$("$inspect" "$w/q5.hzq" | sed -n 's/^identity: //p')" ||
+    fail "the rerun's checkpoint differs from a fresh one"
+"$mkmodel" --arch qwen2moe --preset tiny --seed 5 --shard-bytes 1000000 "$w/q" >/dev/null
+test ! -e "$w/q/model.safetensors" || fail "the single file of the earlier run was left beside the shards"
+expect_fail "not a number" "$mkmodel" --arch olmoe --preset tiny --seed -1 "$w/x"
+expect_fail "not a positive number" "$mkmodel" --arch olmoe --preset tiny --shard-bytes -5 "$w/x"
+
+# 5. absurd counts in config.json are refused by the parser (no allocation sized by them)
+mkdir "$w/big"
+cp "$w/m/model.safetensors" "$w/big/"
+sed 's/"num_hidden_layers":[[:space:]]*[0-9]*/"num_hidden_layers": 4294967295/' "$w/m/config.json" >"$w/big/config.json"
+grep -q 4294967295 "$w/big/config.json" || fail "the test could not edit config.json"
+expect_fail "at most 4096 layers" "$pack" "$w/big" "$w/big.hzq" --quiet
+echo "tools_files: OK"
