@@ -185,7 +185,7 @@ static int write_shard(const char *dir, const gen_list *l, uint32_t shard, uint3
     hz_st_writer *w = NULL;
     int rc = hz_st_writer_create(path, decls, n, &w);
     free(decls);
-    if (rc) return hz_error_prefix(rc, "%s", path);
+    if (rc) return rc; /* the writer's messages name the path */
     for (uint32_t i = 0; i < l->n && !rc; i++) {
         const gen_tensor *t = &l->v[i];
         if (t->shard != shard) continue;
@@ -199,10 +199,10 @@ static int write_shard(const char *dir, const gen_list *l, uint32_t shard, uint3
     }
     if (rc) {
         hz_st_writer_abort(w);
-        return hz_error_prefix(rc, "%s", path);
+        return rc;
     }
     rc = hz_st_writer_finish(w);
-    if (rc) return hz_error_prefix(rc, "%s", path);
+    if (rc) return rc;
     if (isatty(2)) fprintf(stderr, "hz-mkmodel: wrote %s\n", path);
     return HZ_OK;
 }
