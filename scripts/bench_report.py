@@ -492,7 +492,8 @@ def sweep_lines(arch, figs):
                       # null: no acquire in the window (a full-residency cuda model holds its rows)
                       "-" if f["hit_rate"] is None else pct(f["hit_rate"]),
                       "-" if f["decode_hit_rate"] is None else pct(f["decode_hit_rate"]),
-                      fmt(f["misses"], "{:,.0f}"), fmt(f["h2d_bytes"], "{:,.1f}", 1e6), fmt(f["miss_bytes_per_token"], "{:,.2f}", 1e6),
+                      fmt(f["misses"], "{:,.0f}"), fmt(f["h2d_bytes"], "{:,.1f}", 1e6),
+                      fmt(f["miss_bytes_per_token"], "{:,.2f}", 1e6),
                       fmt(f["prefill_miss_bytes_per_token"], "{:,.2f}", 1e6),
                       "-" if f["decode_h2d_bytes"] == 0 else fmt(f["miss_bound_decode_tok_s"]),
                       "-" if mp is None else fmt(mp, "{:,.2f}"),

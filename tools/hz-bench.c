@@ -29,6 +29,7 @@
  * Exit status 0 on success, 1 on any error (the message goes to stderr). */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -684,8 +685,8 @@ static void add_rate(cJSON *o, const char *key, double num, double den) {
 
 typedef struct table_row {
     uint32_t resident, experts;
-    double pooled, overall, ttft_ms, resp_ms, spread, hit_rate, misses, h2d_mb;
-    int pooled_known;                       /* 0 when N = 1: no decode step, printed as "-" */
+    double pooled; /* NAN when N = 1: no decode step, printed as "-" with its spread */
+    double overall, ttft_ms, resp_ms, spread, hit_rate, misses, h2d_mb;
     int invariant_checker;
     int prefetch;                           /* speculative prefetch on, with its counters reported */
     double pf_used, pf_loaded, pf_gated;    /* over the measured window */
@@ -1031,8 +1032,7 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
     /* The table row. */
     row->resident = res_eff;
     row->experts = experts;
-    row->pooled = sum_dec > 0 ? sum_n1 / sum_dec : 0;
-    row->pooled_known = sum_dec > 0;
+    row->pooled = sum_dec > 0 ? sum_n1 / sum_dec : NAN;
     row->overall = sum_resp > 0 ? sum_n / sum_resp : 0;
     row->ttft_ms = n_req ? 1e3 * sum_ttft / n_req : 0;
     row->resp_ms = n_req ? 1e3 * sum_resp / n_req : 0;
@@ -1351,7 +1351,7 @@ int main(int argc, char **argv) {
             char rl[24];
             snprintf(rl, sizeof rl, "c%u/%u", r->resident, r->experts);
             char pooled[24] = "-", spread[24] = "-"; /* the pooled rate and its spread need a decode step */
-            if (r->pooled_known) {
+            if (!isnan(r->pooled)) {
                 snprintf(pooled, sizeof pooled, "%.1f", r->pooled);
                 snprintf(spread, sizeof spread, "%.1f%%", 100.0 * r->spread);
             }

@@ -32,6 +32,10 @@ int hz_file_open_regular(const char *path, int *out_fd, uint64_t *out_size);
 /* HZ_OK when `path` is absent or a regular file; HZ_EINVAL (naming it) when something else is there,
  * which an output written as a temporary file and renamed over it would silently replace. */
 int hz_file_check_output(const char *path);
+/* Creates the temporary file an output is written to before it is renamed over `path`: checked with
+ * hz_file_check_output, named path.tmp.XXXXXX (same directory, so the rename is atomic), mode 0644,
+ * close-on-exec. *out_tmp (caller frees) and *out_fd on HZ_OK; nothing is left behind on failure. */
+int hz_file_create_beside(const char *path, char **out_tmp, int *out_fd);
 
 /* Logging through the installed callback (no-op without one). */
 void hz_log(int level, const char *fmt, ...) HZ_PRINTF(2, 3);

@@ -2,6 +2,8 @@
  * outputs may replace only regular files. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,6 +36,33 @@ int hz_file_open_regular(const char *path, int *out_fd, uint64_t *out_size) {
     }
     *out_fd = fd;
     if (out_size) *out_size = (uint64_t)sb.st_size;
+    return HZ_OK;
+}
+
+int hz_file_create_beside(const char *path, char **out_tmp, int *out_fd) {
+    *out_tmp = NULL;
+    *out_fd = -1;
+    int st = hz_file_check_output(path);
+    if (st) return st;
+    size_t tl = strlen(path) + sizeof ".tmp.XXXXXX";
+    char *tmp = malloc(tl);
+    if (!tmp) return hz_error(HZ_ENOMEM, "%s: out of memory", path);
+    snprintf(tmp, tl, "%s.tmp.XXXXXX", path);
+    char eb[128];
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    /* mkostemp creates 0600; an output is ordinary data, readable like the input it came from (umask is
+     * not consulted: reading it means changing it, which races with other threads) */
+    if (fd < 0 || fchmod(fd, 0644) != 0) {
+        st = hz_error(HZ_EIO, "%s: cannot create: %s", tmp, strerror_r(errno, eb, sizeof eb));
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        free(tmp);
+        return st;
+    }
+    *out_tmp = tmp;
+    *out_fd = fd;
     return HZ_OK;
 }
 

@@ -975,23 +975,12 @@ int hz_artifact_writer_create(const char *path, const hz_model_config *cfg, cons
     w->id = XXH3_createState();
     w->item = XXH3_createState();
     w->path = hz_strdup(path);
-    size_t tl = strlen(path) + 16;
-    w->tmp_path = malloc(tl);
-    if (!w->spec_done || !w->tensors || !w->blob_xxh3 || !w->id || !w->item || !w->path ||
-        !w->tmp_path) {
+    if (!w->spec_done || !w->tensors || !w->blob_xxh3 || !w->id || !w->item || !w->path) {
         writer_free(w);
         return hz_error(HZ_ENOMEM, "out of memory creating the artifact writer");
     }
-    rc = hz_file_check_output(path); /* the rename would replace a device node or a FIFO */
+    rc = hz_file_create_beside(path, &w->tmp_path, &w->fd); /* renamed over path by finish */
     if (rc) {
-        writer_free(w);
-        return rc;
-    }
-    /* a temporary name in the same directory, so the final rename is atomic */
-    snprintf(w->tmp_path, tl, "%s.tmp.XXXXXX", path);
-    w->fd = mkstemp(w->tmp_path);
-    if (w->fd < 0) {
-        rc = hz_error(HZ_EIO, "%s: cannot create: %s", w->tmp_path, strerror(errno));
         writer_free(w);
         return rc;
     }
@@ -1228,12 +1217,6 @@ int hz_artifact_writer_finish(hz_artifact_writer *w, char identity[HZ_IDENTITY_H
     }
     if (fsync(w->fd) != 0) {
         rc = hz_error(HZ_EIO, "%s: fsync failed: %s", w->tmp_path, strerror(errno));
-        goto fail;
-    }
-    /* mkstemp creates 0600; an artifact is ordinary data, readable like the checkpoint it came from
-     * (umask is not consulted: reading it means changing it, which races with other threads) */
-    if (fchmod(w->fd, 0644) != 0) {
-        rc = hz_error(HZ_EIO, "%s: chmod failed: %s", w->tmp_path, strerror(errno));
         goto fail;
     }
     close(w->fd);

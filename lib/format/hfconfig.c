@@ -340,23 +340,19 @@ int hz_hfconfig_load(const char *path, hz_model_config *out) {
     memset(out, 0, sizeof *out);
     char eb[128];
     int fd;
-    int st0 = hz_file_open_regular(path, &fd, NULL);
+    uint64_t size;
+    int st0 = hz_file_open_regular(path, &fd, &size);
     if (st0) return st0;
+    if (size > CFG_MAX_BYTES) {
+        close(fd);
+        return hz_error(HZ_EFORMAT, "%s: %llu bytes, larger than the %u-byte limit", path, (unsigned long long)size,
+                        CFG_MAX_BYTES);
+    }
     FILE *f = fdopen(fd, "rb");
     if (!f) {
         int err = errno;
         close(fd);
         return hz_error(HZ_EIO, "%s: cannot open: %s", path, strerror_r(err, eb, sizeof eb));
-    }
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return hz_error(HZ_EIO, "%s: cannot determine the file size", path);
-    }
-    if ((unsigned long)size > CFG_MAX_BYTES) {
-        fclose(f);
-        return hz_error(HZ_EFORMAT, "%s: %ld bytes, larger than the %u-byte limit", path, size, CFG_MAX_BYTES);
     }
     char *buf = hz_malloc((size_t)size + 1);
     if (!buf) {

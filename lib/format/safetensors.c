@@ -343,16 +343,12 @@ static int pread_full(int fd, void *dst, uint64_t bytes, uint64_t offset, const 
     return HZ_OK;
 }
 
-static int open_regular(const char *path, int *out_fd, uint64_t *out_size) {
-    return hz_file_open_regular(path, out_fd, out_size);
-}
-
 /* Opens one .safetensors file and validates its header; the descriptor stays open in *out_fd. */
 static int open_shard(const char *path, uint32_t index, int *out_fd, uint64_t *out_size,
                       hz_st_tensor **out_t, uint32_t *out_n) {
     int fd;
     uint64_t size;
-    int st = open_regular(path, &fd, &size);
+    int st = hz_file_open_regular(path, &fd, &size);
     if (st != HZ_OK) return st;
     uint8_t head[8] = {0};
     uint64_t need = size < 8 ? size : 8;
@@ -452,7 +448,7 @@ static int cmp_index_entry(const void *a, const void *b) {
 static int read_small_file(const char *path, uint64_t limit, char **out, size_t *out_len) {
     int fd;
     uint64_t size;
-    int st = open_regular(path, &fd, &size);
+    int st = hz_file_open_regular(path, &fd, &size);
     if (st != HZ_OK) return st;
     if (size > limit) {
         close(fd);
@@ -888,24 +884,8 @@ int hz_st_writer_create(const char *path, const hz_st_decl *decls, uint32_t n, h
     }
     w->total = at;
 
-    char eb[128];
-    size_t tl = strlen(path) + 16;
-    st = hz_file_check_output(path);
-    if (st == HZ_OK && !(w->tmp_path = malloc(tl))) st = hz_error(HZ_ENOMEM, "%s: out of memory", path);
+    st = hz_file_create_beside(path, &w->tmp_path, &w->fd);
     if (st != HZ_OK) {
-        free(hb.p);
-        writer_free(w);
-        return st;
-    }
-    /* a temporary name in the same directory, so the final rename is atomic */
-    snprintf(w->tmp_path, tl, "%s.tmp.XXXXXX", path);
-    w->fd = mkostemp(w->tmp_path, O_CLOEXEC);
-    if (w->fd < 0 || fchmod(w->fd, 0644) != 0) { /* mkostemp makes 0600; this is ordinary data */
-        st = hz_error(HZ_EIO, "%s: cannot create: %s", w->tmp_path, errno_text(errno, eb, sizeof eb));
-        if (w->fd >= 0) {
-            close(w->fd);
-            unlink(w->tmp_path);
-        }
         free(hb.p);
         writer_free(w);
         return st;

@@ -51,11 +51,17 @@ def _path(path: Any) -> bytes:
     return b
 
 
+def _int(value: Any, what: str) -> int:
+    """An int (or an integer type such as numpy's); a bool, float or str is refused with TypeError
+    rather than converted."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    return operator.index(value)
+
+
 def _set_int(opts: Any, field: str, value: Any) -> None:
     """Sets an integer option field: TypeError for what is not an int, ValueError outside its C type."""
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise TypeError(f"{field} must be an int, not {type(value).__name__}")
-    v = operator.index(value)
+    v = _int(value, field)
     try:
         setattr(opts, field, v)
     except OverflowError:
@@ -339,18 +345,10 @@ class Model(_Handle):
         return Session(self, max_context=max_context)
 
 
-def _token(t: Any) -> int:
-    """A token id: an int (or an integer type such as numpy's); a bool, float or str is refused rather
-    than converted."""
-    if isinstance(t, bool) or not hasattr(t, "__index__"):
-        raise TypeError(f"a token id must be an int, not {type(t).__name__}")
-    return operator.index(t)
-
-
 def _token_list(tokens: Iterable[int]) -> List[int]:
     if isinstance(tokens, (str, bytes, bytearray)):
         raise TypeError(f"a prompt is a sequence of token ids, not {type(tokens).__name__}")
-    return [_token(t) for t in tokens]
+    return [_int(t, "a token id") for t in tokens]
 
 
 def _tokens(tokens: Iterable[int]) -> Tuple[Any, int]:
@@ -407,9 +405,7 @@ class Session(_Handle):
         next input. With stop_at_eos the model's EOS token ends the stream (and is yielded). The
         arguments and the session are checked here, before the first token is asked for (a closed
         session raises ClosedError, a negative max_tokens ValueError); max_tokens 0 runs nothing."""
-        if isinstance(max_tokens, bool) or not hasattr(max_tokens, "__index__"):
-            raise TypeError(f"max_tokens must be an int, not {type(max_tokens).__name__}")
-        n = operator.index(max_tokens)
+        n = _int(max_tokens, "max_tokens")
         if n < 0:
             raise ValueError(f"max_tokens must be 0 or more, not {n}")
         seq = _token_list(prompt)
