@@ -32,10 +32,34 @@ int hz_file_open_regular(const char *path, int *out_fd, uint64_t *out_size);
 /* HZ_OK when `path` is absent or a regular file; HZ_EINVAL (naming it) when something else is there,
  * which an output written as a temporary file and renamed over it would silently replace. */
 int hz_file_check_output(const char *path);
-/* Creates the temporary file an output is written to before it is renamed over `path`: checked with
- * hz_file_check_output, named path.tmp.XXXXXX (same directory, so the rename is atomic), mode 0644,
- * close-on-exec. *out_tmp (caller frees) and *out_fd on HZ_OK; nothing is left behind on failure. */
-int hz_file_create_beside(const char *path, char **out_tmp, int *out_fd);
+/* An output being written: created by hz_outfile_create, then either hz_outfile_commit (which gives it
+ * the name `path`, replacing what was there at once) or hz_outfile_abort (which leaves what was there).
+ * Where the kernel and filesystem allow it (O_TMPFILE), the file has no name at all until commit, so a
+ * process killed while writing leaves nothing behind; elsewhere it is written as path.tmp.XXXXXX
+ * beside `path`. Either way it is in path's directory (so the final rename is atomic), mode 0644
+ * whatever the umask, close-on-exec. A zeroed struct is a valid "none" for hz_outfile_abort. */
+typedef struct hz_outfile {
+    int fd;      /* write here; -1 once committed or aborted */
+    char *path;  /* the name it gets on commit */
+    char *tmp;   /* its temporary name: NULL while it has none */
+    char *label; /* "<path> (unnamed temporary)", which names it in messages while it has none */
+} hz_outfile;
+
+/* Checks `path` with hz_file_check_output, then creates the file (*out is empty on failure, with
+ * nothing left behind). Unnamed where possible, else named (hz_outfile_create_named). */
+int hz_outfile_create(const char *path, hz_outfile *out);
+/* Always the named form, path.tmp.XXXXXX: the fallback of hz_outfile_create, callable so that tests
+ * exercise it where the unnamed form is available. */
+int hz_outfile_create_named(const char *path, hz_outfile *out);
+/* The name for messages about the file: its temporary name, or its label while it has none. */
+const char *hz_outfile_name(const hz_outfile *f);
+/* Names an unnamed file path.tmp.XXXXXX (linkat), closes it, renames it over `path`. Does not fsync:
+ * a caller that wants the data on disk first calls fsync(f->fd). On failure nothing is left beside
+ * `path` and what was at `path` stays. Empties *f in every case. */
+int hz_outfile_commit(hz_outfile *f);
+/* Closes and discards the file (unlinks a named one; never `path`), empties *f. NULL, a zeroed struct
+ * and a committed or aborted one are allowed: nothing happens. */
+void hz_outfile_abort(hz_outfile *f);
 
 /* Logging through the installed callback (no-op without one). */
 void hz_log(int level, const char *fmt, ...) HZ_PRINTF(2, 3);

@@ -858,8 +858,8 @@ done:
  * ------------------------------------------------------------------------------------------------- */
 
 struct hz_artifact_writer {
-    char *path, *tmp_path;
-    int fd;
+    char *path;
+    hz_outfile out; /* unnamed (or path.tmp.XXXXXX) until finish gives it path's name */
     hz_model_config cfg;
     hz_expert_layout layout;
     char source_dtype[8];
@@ -883,10 +883,10 @@ static int write_all(hz_artifact_writer *w, const void *data, uint64_t n) {
     const uint8_t *p = data;
     while (n > 0) {
         size_t step = n > (1u << 30) ? (1u << 30) : (size_t)n;
-        ssize_t r = write(w->fd, p, step);
+        ssize_t r = write(w->out.fd, p, step);
         if (r < 0) {
             if (errno == EINTR) continue;
-            return hz_error(HZ_EIO, "%s: write at offset %llu failed: %s", w->tmp_path,
+            return hz_error(HZ_EIO, "%s: write at offset %llu failed: %s", hz_outfile_name(&w->out),
                             (unsigned long long)w->pos, strerror(errno));
         }
         p += r;
@@ -915,7 +915,7 @@ static int pad_to(hz_artifact_writer *w, uint64_t align) {
 
 static void writer_free(hz_artifact_writer *w) {
     if (!w) return;
-    if (w->fd >= 0) close(w->fd);
+    hz_outfile_abort(&w->out); /* nothing left to discard once finish committed it */
     if (w->tensors) {
         for (uint32_t i = 0; i < w->n_tensors; i++) free(w->tensors[i].name);
         free(w->tensors);
@@ -926,18 +926,11 @@ static void writer_free(hz_artifact_writer *w) {
     free(w->spec_done);
     free(w->blob_xxh3);
     free(w->path);
-    free(w->tmp_path);
     free(w);
 }
 
 void hz_artifact_writer_abort(hz_artifact_writer *w) {
-    if (!w) return;
-    if (w->fd >= 0) {
-        close(w->fd);
-        w->fd = -1;
-    }
-    if (w->tmp_path) unlink(w->tmp_path);
-    writer_free(w);
+    writer_free(w); /* discards the output file: what was at w->path stays */
 }
 
 uint64_t hz_artifact_writer_bytes(const hz_artifact_writer *w) { return w ? w->pos : 0; }
@@ -956,7 +949,6 @@ int hz_artifact_writer_create(const char *path, const hz_model_config *cfg, cons
         return hz_error(HZ_EINVAL, "config has no routed experts");
     hz_artifact_writer *w = hz_calloc(1, sizeof *w);
     if (!w) return HZ_ENOMEM;
-    w->fd = -1;
     w->cfg = *cfg;
     snprintf(w->source_dtype, sizeof w->source_dtype, "%s", source_dtype);
     snprintf(w->source_identity, sizeof w->source_identity, "%s", source_identity);
@@ -979,7 +971,7 @@ int hz_artifact_writer_create(const char *path, const hz_model_config *cfg, cons
         writer_free(w);
         return hz_error(HZ_ENOMEM, "out of memory creating the artifact writer");
     }
-    rc = hz_file_create_beside(path, &w->tmp_path, &w->fd); /* renamed over path by finish */
+    rc = hz_outfile_create(path, &w->out); /* committed to path by finish */
     if (rc) {
         writer_free(w);
         return rc;
@@ -1207,24 +1199,20 @@ int hz_artifact_writer_finish(hz_artifact_writer *w, char identity[HZ_IDENTITY_H
     uint8_t page[HZ_ARTIFACT_HEADER_BYTES];
     hz_artifact_header_write(&h, page);
     for (uint64_t done = 0; done < sizeof page;) {
-        ssize_t r = pwrite(w->fd, page + done, sizeof page - done, (off_t)done);
+        ssize_t r = pwrite(w->out.fd, page + done, sizeof page - done, (off_t)done);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
-            rc = hz_error(HZ_EIO, "%s: writing the header failed: %s", w->tmp_path, strerror(errno));
+            rc = hz_error(HZ_EIO, "%s: writing the header failed: %s", hz_outfile_name(&w->out),
+                          strerror(errno));
             goto fail;
         }
         done += (uint64_t)r;
     }
-    if (fsync(w->fd) != 0) {
-        rc = hz_error(HZ_EIO, "%s: fsync failed: %s", w->tmp_path, strerror(errno));
+    if (fsync(w->out.fd) != 0) {
+        rc = hz_error(HZ_EIO, "%s: fsync failed: %s", hz_outfile_name(&w->out), strerror(errno));
         goto fail;
     }
-    close(w->fd);
-    w->fd = -1;
-    if (rename(w->tmp_path, w->path) != 0) {
-        rc = hz_error(HZ_EIO, "rename %s -> %s failed: %s", w->tmp_path, w->path, strerror(errno));
-        goto fail;
-    }
+    if ((rc = hz_outfile_commit(&w->out))) goto fail;
     if (identity) hz_artifact_identity_hex(&h, identity);
     free(manifest);
     writer_free(w);

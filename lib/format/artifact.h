@@ -159,8 +159,9 @@ int hz_source_identity(const hz_st_set *set, char out[HZ_IDENTITY_HEX_BYTES]);
 
 typedef struct hz_artifact_writer hz_artifact_writer;
 
-/* Starts writing `path` through a temporary file in the same directory (renamed on finish, so a
- * reader never sees a partial artifact). `source_dtype` is "bf16", "f16" or "f32". */
+/* Starts writing `path` through a file in the same directory that gets the name `path` only on finish
+ * (hz_outfile: unnamed until then where the filesystem allows it), so a reader never sees a partial
+ * artifact and a killed pack leaves nothing behind. `source_dtype` is "bf16", "f16" or "f32". */
 int hz_artifact_writer_create(const char *path, const hz_model_config *cfg, const char *source_dtype,
                               const char *source_identity, hz_artifact_writer **out);
 /* Non-routed tensors, in any order, before the first expert: begin, write numel * 2 bytes of FP16 in
@@ -176,7 +177,7 @@ int hz_artifact_writer_add_expert(hz_artifact_writer *w, uint32_t layer, uint32_
  * syncs and renames. Frees the writer in every case. On success copies the identity to `identity`
  * when it is not NULL. */
 int hz_artifact_writer_finish(hz_artifact_writer *w, char identity[HZ_IDENTITY_HEX_BYTES]);
-/* Removes the temporary file and frees. NULL allowed. */
+/* Discards the file being written (never `path`) and frees. NULL allowed. */
 void hz_artifact_writer_abort(hz_artifact_writer *w);
 /* Bytes written so far (for progress). */
 uint64_t hz_artifact_writer_bytes(const hz_artifact_writer *w);

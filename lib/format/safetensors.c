@@ -691,9 +691,8 @@ int hz_st_read_f32(const hz_st_set *set, const hz_st_tensor *t, float *dst) {
 /* Streaming writer                                                                                  */
 
 struct hz_st_writer {
-    int fd;
     char *path;
-    char *tmp_path; /* written here, renamed to path by finish: a failure never leaves a partial file
+    hz_outfile out; /* written here, given path's name by finish: a failure never leaves a partial file
                      * at path nor removes what was there */
     uint64_t total;   /* declared data bytes */
     uint64_t written; /* data bytes appended so far */
@@ -773,12 +772,12 @@ static int write_full(int fd, const void *src, uint64_t bytes, const char *path)
 
 static void writer_free(hz_st_writer *w) {
     if (!w) return;
+    hz_outfile_abort(&w->out); /* nothing left to discard once finish committed it */
     if (w->names)
         for (uint32_t i = 0; i < w->n; i++) free(w->names[i]);
     free(w->names);
     free(w->ends);
     free(w->path);
-    free(w->tmp_path);
     free(w);
 }
 
@@ -817,7 +816,6 @@ int hz_st_writer_create(const char *path, const hz_st_decl *decls, uint32_t n, h
 
     hz_st_writer *w = hz_calloc(1, sizeof *w);
     if (!w) return HZ_ENOMEM;
-    w->fd = -1;
     w->path = hz_strdup(path);
     w->names = hz_calloc(n ? n : 1, sizeof *w->names);
     w->ends = hz_calloc(n ? n : 1, sizeof *w->ends);
@@ -884,7 +882,7 @@ int hz_st_writer_create(const char *path, const hz_st_decl *decls, uint32_t n, h
     }
     w->total = at;
 
-    st = hz_file_create_beside(path, &w->tmp_path, &w->fd);
+    st = hz_outfile_create(path, &w->out);
     if (st != HZ_OK) {
         free(hb.p);
         writer_free(w);
@@ -892,8 +890,8 @@ int hz_st_writer_create(const char *path, const hz_st_decl *decls, uint32_t n, h
     }
     uint8_t len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)hb.len >> (8 * i));
-    st = write_full(w->fd, len8, 8, path);
-    if (st == HZ_OK) st = write_full(w->fd, hb.p, hb.len, path);
+    st = write_full(w->out.fd, len8, 8, path);
+    if (st == HZ_OK) st = write_full(w->out.fd, hb.p, hb.len, path);
     free(hb.p);
     if (st != HZ_OK) {
         hz_st_writer_abort(w);
@@ -909,7 +907,7 @@ int hz_st_writer_write(hz_st_writer *w, const void *data, uint64_t bytes) {
         return hz_error(HZ_EINVAL, "%s: write of %llu bytes at %llu runs past the %llu declared data bytes",
                         w->path, (unsigned long long)bytes, (unsigned long long)w->written,
                         (unsigned long long)w->total);
-    int st = write_full(w->fd, data, bytes, w->path);
+    int st = write_full(w->out.fd, data, bytes, w->path);
     if (st != HZ_OK) return st;
     w->written += bytes;
     return HZ_OK;
@@ -926,29 +924,11 @@ int hz_st_writer_finish(hz_st_writer *w) {
         hz_st_writer_abort(w);
         return st;
     }
-    int fd = w->fd;
-    w->fd = -1;
-    char eb[128];
-    if (close(fd) != 0) {
-        int st = hz_error(HZ_EIO, "%s: close failed: %s", w->tmp_path, errno_text(errno, eb, sizeof eb));
-        unlink(w->tmp_path);
-        writer_free(w);
-        return st;
-    }
-    if (rename(w->tmp_path, w->path) != 0) {
-        int st = hz_error(HZ_EIO, "rename %s -> %s failed: %s", w->tmp_path, w->path,
-                          errno_text(errno, eb, sizeof eb));
-        unlink(w->tmp_path);
-        writer_free(w);
-        return st;
-    }
+    int st = hz_outfile_commit(&w->out); /* closes before the rename: a close error leaves path as it was */
     writer_free(w);
-    return HZ_OK;
+    return st;
 }
 
 void hz_st_writer_abort(hz_st_writer *w) {
-    if (!w) return;
-    if (w->fd >= 0) close(w->fd);
-    if (w->tmp_path) unlink(w->tmp_path); /* never w->path: whatever was there stays */
-    writer_free(w);
+    writer_free(w); /* discards the output file, never w->path: whatever was there stays */
 }

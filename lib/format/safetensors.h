@@ -71,9 +71,10 @@ typedef struct hz_st_decl {
 
 typedef struct hz_st_writer hz_st_writer;
 
-/* Writes to a temporary file beside `path` (path.tmp.XXXXXX), renamed to `path` by finish: until then
- * whatever is at `path` is untouched, and a failure or abort leaves it as it was. HZ_EINVAL when `path`
- * exists and is not a regular file. */
+/* Writes to a file in path's directory that has no name until finish gives it `path` (hz_outfile: where
+ * the filesystem lacks O_TMPFILE, a temporary named path.tmp.XXXXXX): until then whatever is at `path`
+ * is untouched, a failure or abort leaves it as it was, and a killed process leaves no unnamed file
+ * behind. HZ_EINVAL when `path` exists and is not a regular file. */
 int hz_st_writer_create(const char *path, const hz_st_decl *decls, uint32_t n, hz_st_writer **out);
 /* Appends bytes (any split of the declared tensors' data, in order). HZ_EINVAL past the end. */
 int hz_st_writer_write(hz_st_writer *w, const void *data, uint64_t bytes);

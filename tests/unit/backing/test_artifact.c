@@ -3,9 +3,12 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <cJSON.h>
@@ -436,6 +439,83 @@ static void test_writer_misuse(void **state) {
     free(p);
 }
 
+/* Entries of `dir` other than . and ... */
+static int count_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+/* Whether this filesystem gives unnamed (O_TMPFILE) files, asked directly rather than through the
+ * writer: where it does not, the writer falls back to a named temporary, and a killed process leaves it. */
+static int have_unnamed(const char *dir) {
+    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        print_message("note: no O_TMPFILE in %s: the writer's temporary file has a name there\n", dir);
+        return 0;
+    }
+    close(fd);
+    return 1;
+}
+
+/* While the writer is open (hz-pack's can be for minutes) its directory holds nothing new, so a process
+ * killed mid-write leaves nothing; abort and a failed finish leave it empty; finish gives the artifact
+ * its name, mode 0644 whatever the umask. */
+static void test_writer_leaves_nothing(void **state) {
+    (void)state;
+    const char *tmpdir = getenv("TMPDIR");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/hz-test-aw-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    const int unnamed = have_unnamed(dir);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/a.hzq", dir);
+    hz_model_config cfg;
+    assert_int_equal(hz_config_preset(HZ_ARCH_OLMOE, "tiny", &cfg), HZ_OK);
+    const char *src_id = "0123456789abcdef0123456789abcdef";
+    hz_artifact_writer *w = NULL;
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(hz_artifact_writer_create(path, &cfg, "bf16", src_id, &w), HZ_OK);
+        uint64_t shape[1] = {cfg.hidden};
+        assert_int_equal(hz_artifact_writer_begin_tensor(w, "model.norm.weight", 1, shape), HZ_OK);
+        uint16_t half[64] = {0};
+        assert_int_equal(hz_artifact_writer_write(w, half, sizeof half), HZ_OK);
+        assert_true(hz_artifact_writer_bytes(w) > 0);
+        assert_int_equal(count_entries(dir), unnamed ? 0 : 1);
+        if (round == 0) {
+            hz_artifact_writer_abort(w);
+        } else {
+            assert_int_equal(hz_artifact_writer_finish(w, NULL), HZ_EINVAL); /* tensor not ended */
+        }
+        assert_int_equal(count_entries(dir), 0);
+    }
+
+    /* a complete artifact, written by the fixture into this directory */
+    char *saved = tmpdir ? strdup(tmpdir) : NULL; /* setenv may reuse what getenv returned */
+    setenv("TMPDIR", dir, 1);
+    const mode_t old_mask = umask(077);
+    char id[HZ_IDENTITY_HEX_BYTES];
+    char *p = fixture_write_artifact(HZ_ARCH_OLMOE, 3, id);
+    umask(old_mask);
+    if (saved) setenv("TMPDIR", saved, 1);
+    else unsetenv("TMPDIR");
+    free(saved);
+    assert_int_equal(count_entries(dir), 1);
+    struct stat sb;
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_mode & 07777, 0644);
+    hz_host_backing *b = NULL;
+    assert_int_equal(hz_host_backing_open(p, NULL, &b), HZ_OK);
+    assert_string_equal(hz_host_backing_identity(b), id);
+    assert_int_equal(hz_host_backing_close(b), HZ_OK);
+    unlink(p);
+    free(p);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
@@ -450,6 +530,7 @@ int main(void) {
         cmocka_unit_test(test_manifest_schema),
         cmocka_unit_test(test_corruption_sweep),
         cmocka_unit_test(test_writer_misuse),
+        cmocka_unit_test(test_writer_leaves_nothing),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

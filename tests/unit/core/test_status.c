@@ -1,11 +1,16 @@
 /* lib/core: status names and messages, the thread-local last error, fp16/bf16 conversion, tuning
- * knobs from the environment. */
+ * knobs from the environment, output files (hz_outfile: nothing named in the directory until commit). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "core/core.h"
@@ -109,6 +114,179 @@ static void test_env_u32(void **state) {
     unsetenv("HZ_TEST_KNOB");
 }
 
+/* A fresh empty directory (in the build tree, where the outputs of the suite go), caller frees. */
+static char *fresh_dir(void) {
+    const char *root = getenv("HZ_BUILD_ROOT");
+    char *d = malloc(4096);
+    assert_non_null(d);
+    snprintf(d, 4096, "%s/hz-test-outfile-XXXXXX", root && root[0] ? root : "/tmp");
+    assert_non_null(mkdtemp(d));
+    return d;
+}
+
+/* Entries of `dir` other than . and ..; the first one's name is copied to `first` (may be NULL). */
+static int count_entries(const char *dir, char *first, size_t cap) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (n++ == 0 && first) snprintf(first, cap, "%s", e->d_name);
+    }
+    closedir(d);
+    return n;
+}
+
+static void remove_dir_flat(char *dir) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    char p[4096];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    assert_int_equal(rmdir(dir), 0);
+    free(dir);
+}
+
+/* Whether this filesystem gives unnamed files at all (asked directly, not through the code under test):
+ * where it does not, hz_outfile_create falls back to the named form and only that can be checked. */
+static int have_unnamed(const char *dir) {
+    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        print_message("note: no O_TMPFILE in %s: the unnamed form is not checked\n", dir);
+        return 0;
+    }
+    close(fd);
+    return 1;
+}
+
+static void write_str(const hz_outfile *f, const char *s) {
+    assert_int_equal(write(f->fd, s, strlen(s)), (ssize_t)strlen(s));
+}
+
+/* The file at `path` holds `want` and has mode 0644. */
+static void expect_file(const char *path, const char *want) {
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 07777, 0644);
+    char got[64] = {0};
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(got, sizeof got, f));
+    fclose(f);
+    assert_string_equal(got, want);
+}
+
+/* hz_outfile_create: while the file is written the directory holds nothing new (a process killed then
+ * leaves nothing); commit gives it its name with mode 0644 whatever the umask; abort leaves what was
+ * there. */
+static void test_outfile_unnamed(void **state) {
+    (void)state;
+    char *dir = fresh_dir();
+    const int unnamed = have_unnamed(dir);
+    char path[4200], first[256];
+    snprintf(path, sizeof path, "%s/out.bin", dir);
+    const mode_t old_mask = umask(077);
+    hz_outfile f;
+    assert_int_equal(hz_outfile_create(path, &f), HZ_OK);
+    write_str(&f, "first");
+    if (unnamed) {
+        assert_null(f.tmp);
+        assert_int_equal(count_entries(dir, NULL, 0), 0);
+        assert_non_null(strstr(hz_outfile_name(&f), path));
+        assert_non_null(strstr(hz_outfile_name(&f), "(unnamed temporary)"));
+    } else {
+        assert_int_equal(count_entries(dir, NULL, 0), 1);
+    }
+    assert_int_equal(hz_outfile_commit(&f), HZ_OK);
+    assert_int_equal(f.fd, -1);
+    assert_null(f.path);
+    assert_int_equal(count_entries(dir, first, sizeof first), 1);
+    assert_string_equal(first, "out.bin");
+    expect_file(path, "first");
+    hz_outfile_abort(&f); /* committed: nothing happens */
+    expect_file(path, "first");
+
+    /* an aborted rewrite leaves the earlier file and nothing else; abort again and NULL are no-ops */
+    assert_int_equal(hz_outfile_create(path, &f), HZ_OK);
+    write_str(&f, "second");
+    if (unnamed) assert_int_equal(count_entries(dir, NULL, 0), 1);
+    hz_outfile_abort(&f);
+    hz_outfile_abort(&f);
+    hz_outfile_abort(NULL);
+    hz_outfile zero = {0}; /* a writer's calloc'd struct before create: no file, fd 0 not touched */
+    hz_outfile_abort(&zero);
+    assert_int_equal(count_entries(dir, NULL, 0), 1);
+    expect_file(path, "first");
+
+    /* a committed rewrite replaces it */
+    assert_int_equal(hz_outfile_create(path, &f), HZ_OK);
+    write_str(&f, "third");
+    assert_int_equal(hz_outfile_commit(&f), HZ_OK);
+    assert_int_equal(count_entries(dir, NULL, 0), 1);
+    expect_file(path, "third");
+    assert_int_equal(hz_outfile_commit(&f), HZ_EINVAL); /* nothing left to commit */
+    umask(old_mask);
+    remove_dir_flat(dir);
+}
+
+/* hz_outfile_create_named, the fallback where there are no unnamed files: path.tmp.XXXXXX beside the
+ * path while written, mode 0644; commit renames it, abort removes it. */
+static void test_outfile_named(void **state) {
+    (void)state;
+    char *dir = fresh_dir();
+    char path[4200], first[256];
+    snprintf(path, sizeof path, "%s/out.bin", dir);
+    const mode_t old_mask = umask(077);
+    hz_outfile f;
+    assert_int_equal(hz_outfile_create_named(path, &f), HZ_OK);
+    assert_non_null(f.tmp);
+    assert_string_equal(hz_outfile_name(&f), f.tmp);
+    write_str(&f, "named");
+    assert_int_equal(count_entries(dir, first, sizeof first), 1);
+    assert_int_equal(strncmp(first, "out.bin.tmp.", 12), 0);
+    assert_int_equal(strlen(first), strlen("out.bin.tmp.XXXXXX"));
+    assert_int_equal(hz_outfile_commit(&f), HZ_OK);
+    assert_int_equal(count_entries(dir, first, sizeof first), 1);
+    assert_string_equal(first, "out.bin");
+    expect_file(path, "named");
+
+    assert_int_equal(hz_outfile_create_named(path, &f), HZ_OK);
+    write_str(&f, "discarded");
+    assert_int_equal(count_entries(dir, NULL, 0), 2);
+    hz_outfile_abort(&f);
+    assert_int_equal(count_entries(dir, NULL, 0), 1);
+    expect_file(path, "named");
+    umask(old_mask);
+    remove_dir_flat(dir);
+}
+
+/* What cannot be an output is refused before anything is created, and the message names the path. */
+static void test_outfile_refused(void **state) {
+    (void)state;
+    char *dir = fresh_dir();
+    char path[4200];
+    hz_outfile f;
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_int_equal(hz_outfile_create(path, &f), HZ_EINVAL);
+    assert_non_null(strstr(hz_last_error_message(), path));
+    assert_int_equal(f.fd, -1);
+    assert_int_equal(hz_outfile_create_named(path, &f), HZ_EINVAL);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/no/such/dir/out.bin", dir);
+    assert_int_equal(hz_outfile_create(path, &f), HZ_EIO);
+    assert_non_null(strstr(hz_last_error_message(), path));
+    assert_non_null(strstr(hz_last_error_message(), "cannot create"));
+    assert_int_equal(f.fd, -1);
+    assert_null(f.path);
+    assert_int_equal(count_entries(dir, NULL, 0), 0);
+    remove_dir_flat(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_and_messages),
@@ -117,6 +295,9 @@ int main(void) {
         cmocka_unit_test(test_fp16_roundtrip),
         cmocka_unit_test(test_bf16),
         cmocka_unit_test(test_env_u32),
+        cmocka_unit_test(test_outfile_unnamed),
+        cmocka_unit_test(test_outfile_named),
+        cmocka_unit_test(test_outfile_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -502,6 +503,68 @@ static void test_writer_errors(void **state) {
     free(path);
 }
 
+/* Entries of `dir` other than . and ... */
+static int count_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+/* Whether this filesystem gives unnamed (O_TMPFILE) files, asked directly rather than through the
+ * writer: where it does not, the writer falls back to a named temporary, and a killed process leaves it. */
+static int have_unnamed(const char *dir) {
+    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        print_message("note: no O_TMPFILE in %s: the writer's temporary file has a name there\n", dir);
+        return 0;
+    }
+    close(fd);
+    return 1;
+}
+
+/* While the writer is open its directory holds nothing new, so a process killed mid-write leaves
+ * nothing; finish gives the file its name (mode 0644 whatever the umask), abort leaves the directory
+ * as it was. */
+static void test_writer_leaves_nothing(void **state) {
+    const char *dir = *state;
+    const int unnamed = have_unnamed(dir);
+    char *path = join(dir, "open.safetensors");
+    const hz_st_decl decls[] = {{"a", HZ_DTYPE_F32, 1, {4}}, {"b", HZ_DTYPE_F16, 1, {4}}};
+    const float a[4] = {1.0f, -2.0f, 0.5f, 8.0f};
+    const hz_f16 b[4] = {0x3c00, 0xc000, 0x3800, 0x4800};
+    const mode_t old_mask = umask(077);
+    hz_st_writer *w = NULL;
+    assert_int_equal(hz_st_writer_create(path, decls, 2, &w), HZ_OK);
+    assert_int_equal(hz_st_writer_write(w, a, sizeof a), HZ_OK);
+    assert_int_equal(count_entries(dir), unnamed ? 0 : 1);
+    assert_int_equal(hz_st_writer_write(w, b, sizeof b), HZ_OK);
+    assert_int_equal(hz_st_writer_finish(w), HZ_OK);
+    assert_int_equal(count_entries(dir), 1);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 07777, 0644);
+    hz_st_set *set = NULL;
+    assert_int_equal(hz_st_open(path, &set), HZ_OK);
+    float got[4];
+    assert_int_equal(hz_st_read_f32(set, hz_st_find(set, "a"), got), HZ_OK);
+    assert_memory_equal(got, a, sizeof a);
+    assert_int_equal(hz_st_read_f32(set, hz_st_find(set, "b"), got), HZ_OK);
+    assert_true(got[0] == 1.0f && got[1] == -2.0f && got[2] == 0.5f && got[3] == 8.0f);
+    hz_st_close(set);
+    unlink(path);
+
+    assert_int_equal(hz_st_writer_create(path, decls, 2, &w), HZ_OK);
+    assert_int_equal(hz_st_writer_write(w, a, sizeof a), HZ_OK);
+    assert_int_equal(count_entries(dir), unnamed ? 0 : 1);
+    hz_st_writer_abort(w);
+    assert_int_equal(count_entries(dir), 0);
+    umask(old_mask);
+    free(path);
+}
+
 /* Writes a file whose tensors hold `fill` + index as F32 values. */
 static void write_shard(const char *dir, const char *name, const char *const *tensors, int n, float fill) {
     char *path = join(dir, name);
@@ -653,6 +716,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_writer_reader_roundtrip, make_dir, remove_dir),
         cmocka_unit_test_setup_teardown(test_read_f32_large_in_place, make_dir, remove_dir),
         cmocka_unit_test_setup_teardown(test_writer_errors, make_dir, remove_dir),
+        cmocka_unit_test_setup_teardown(test_writer_leaves_nothing, make_dir, remove_dir),
         cmocka_unit_test_setup_teardown(test_sharded_valid, make_dir, remove_dir),
         cmocka_unit_test_setup_teardown(test_sharded_mismatch, make_dir, remove_dir),
         cmocka_unit_test_setup_teardown(test_sharded_bad_shard, make_dir, remove_dir),
