@@ -328,6 +328,9 @@ static int claim_piece(hz_transactor *t, txn_slot **out, uint32_t *piece, uint32
 
 /* Copies piece `piece` of fill `s` into staging, then counts it finished. */
 static void run_piece(hz_transactor *t, txn_slot *s, uint32_t piece, uint32_t pieces) {
+    /* Read once, before the fill is handed back: once the loader has seen the last piece done it may
+     * return, and the test knob hz_transactor_set_piecewise may then change this field unordered. */
+    const int piecewise = t->piecewise;
     const uint64_t off = (uint64_t)piece * t->piece_bytes;
     const uint64_t len = t->row_bytes - off < t->piece_bytes ? t->row_bytes - off : t->piece_bytes;
     int st = fault_point(t, HZ_TXN_FAULT_STAGING_COPY);
@@ -342,7 +345,7 @@ static void run_piece(hz_transactor *t, txn_slot *s, uint32_t piece, uint32_t pi
         atomic_fetch_add_explicit(&t->thread_ns, t1 - t0, memory_order_relaxed);
         store_min(&s->first_ns, t0);
         store_max(&s->last_ns, t1);
-        if (t->piecewise) atomic_fetch_or_explicit(&s->landed, UINT64_C(1) << piece, memory_order_release);
+        if (piecewise) atomic_fetch_or_explicit(&s->landed, UINT64_C(1) << piece, memory_order_release);
     } else {
         /* hz_error's message is per thread: keep it for the loading thread to report. The status is set
          * inside the same critical section as the message: a loading thread that sees the status and
@@ -363,7 +366,7 @@ static void run_piece(hz_transactor *t, txn_slot *s, uint32_t piece, uint32_t pi
     }
     /* After this the fill may be reused: nothing below touches s. */
     const uint32_t done = atomic_fetch_add_explicit(&s->done, 1u, memory_order_acq_rel) + 1u;
-    if (done == pieces || (st == HZ_OK && t->piecewise)) wake_loader(t);
+    if (done == pieces || (st == HZ_OK && piecewise)) wake_loader(t);
 }
 
 static void copy_thread_main(void *arg) {
@@ -588,10 +591,12 @@ static int retire_slot(hz_transactor *t, txn_slot *s, uint32_t index) {
     return HZ_OK;
 }
 
-static void count_h2d(hz_transactor *t) {
+/* `bytes` more went to the device (counted when the copy is accepted, whether or not the load later
+ * fails: the device moved them); `blobs` more whole blobs were sent. */
+static void count_h2d(hz_transactor *t, uint64_t bytes, uint64_t blobs) {
     pthread_mutex_lock(&t->mu);
-    t->h2d_bytes += t->row_bytes;
-    t->h2d_copies++;
+    t->h2d_bytes += bytes;
+    t->h2d_copies += blobs;
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -609,7 +614,7 @@ static int h2d_from_slot(hz_transactor *t, txn_slot *s, const hz_txn_item *it, u
     set_state_locked(t, s, SLOT_COPYING);
     s->seq = ++t->next_seq;
     pthread_mutex_unlock(&t->mu);
-    count_h2d(t);
+    count_h2d(t, t->row_bytes, 1);
     st = be->ops->event_record(be, s->ev, HZ_QUEUE_COPY);
     if (st) return hz_error_prefix(st, "recording the completion of layer %u expert %u", it->layer, it->expert);
     return HZ_OK;
@@ -629,6 +634,7 @@ static int h2d_pieces(hz_transactor *t, txn_slot *s, const hz_txn_item *it, uint
         return hz_error_prefix(st, "H2D of layer %u expert %u (pieces %u..%u of %u)", it->layer, it->expert,
                                first + 1, first + count, t->pieces);
     (*issued)++;
+    count_h2d(t, end - off, 0); /* each run as it goes: a later run's failure does not unsend this one */
     return HZ_OK;
 }
 
@@ -638,7 +644,7 @@ static int finish_pieces(hz_transactor *t, txn_slot *s, const hz_txn_item *it) {
     set_state_locked(t, s, SLOT_COPYING);
     s->seq = ++t->next_seq;
     pthread_mutex_unlock(&t->mu);
-    count_h2d(t);
+    count_h2d(t, 0, 1); /* the bytes were counted run by run (h2d_pieces) */
     int st = t->be->ops->event_record(t->be, s->ev, HZ_QUEUE_COPY);
     if (st) return hz_error_prefix(st, "recording the completion of layer %u expert %u", it->layer, it->expert);
     return HZ_OK;
@@ -934,7 +940,7 @@ static int load_registered(hz_transactor *t, const hz_txn_item *items, uint32_t 
         int st = hz_backend_copy_h2d(be, HZ_QUEUE_COPY, it->dst, blob, t->row_bytes, HZ_PURPOSE_EXPERT);
         if (st) return hz_error_prefix(st, "H2D of layer %u expert %u (registered)", it->layer, it->expert);
         (*issued)++;
-        count_h2d(t);
+        count_h2d(t, t->row_bytes, 1);
     }
     res->loaded = n;
     if (n == 0) return HZ_OK;

@@ -137,7 +137,8 @@ int hz_txn_copy_streaming(void *dst, const void *src, size_t n, int width);
 uint32_t hz_txn_default_threads(void);
 
 /* Test support (threaded): split each blob into pieces of at least `bytes` (at most one per thread), so
- * that small test blobs are copied by several threads too. Call between loads. HZ_EINVAL otherwise. */
+ * that small test blobs are copied by several threads too. Call between loads. HZ_EINVAL (not threaded),
+ * HZ_ESTATE (a load runs). */
 int hz_transactor_set_piece_bytes(hz_transactor *t, uint64_t bytes);
 /* Test support (threaded): turns piecewise H2D (hz_txn_config.piecewise) on or off and splits the blobs
  * again. Call between loads. HZ_EINVAL (not threaded), HZ_ESTATE (a load runs). */

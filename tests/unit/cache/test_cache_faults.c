@@ -154,7 +154,13 @@ static void test_piecewise_runs(void **state) {
     hz_backend_fault_arm(f->fb, HZ_FAULT_COPY_H2D, 2, HZ_EDEVICE);
     int st = acquire_new_fails(f);
     assert_non_null(strstr(hz_last_error_message(), "pieces"));
+    /* The blob's first run went out before its second was refused: the device moved those bytes, and
+     * the cache counts every expert H2D as the device does (whole-blob transports count at enqueue). */
+    assert_int_equal((uint64_t)tu_stat(f->c, "h2d_bytes"),
+                     atomic_load(&f->fb->bytes[HZ_H2D][HZ_PURPOSE_EXPERT]));
     expect_recovered(f, st, HZ_EDEVICE); /* k_new is now loaded and current */
+    assert_int_equal((uint64_t)tu_stat(f->c, "h2d_bytes"),
+                     atomic_load(&f->fb->bytes[HZ_H2D][HZ_PURPOSE_EXPERT]));
 
     const uint64_t calls0 = hz_backend_fault_calls(f->fb, HZ_FAULT_COPY_H2D);
     const uint64_t chunks0 = (uint64_t)tu_stat(f->c, "staging_chunks"), blobs0 = (uint64_t)tu_stat(f->c, "h2d_copies");
