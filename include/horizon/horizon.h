@@ -297,9 +297,11 @@ void hz_cache_prefetch_wait(hz_cache *cache);
  * group's missing experts: the experts it loaded that the group wants are published first and count as
  * hits (and as prefetch_hits). A running prefetch that predicts none of them is cancelled instead.
  * Errors: HZ_ERANGE (layer or expert out of range), HZ_EINVAL (duplicates, n == 0, NULL),
- * HZ_ECAPACITY (n above capacity, or the rows it needs are pinned only by leases of the calling
- * thread, which would otherwise wait forever), HZ_EFAULTED, HZ_EDEVICE / HZ_EIO / HZ_ENOMEM (the miss
- * failed before publication: the previous generation stays authoritative, nothing leaks).
+ * HZ_ECAPACITY (n above capacity, or the rows it needs are pinned only by leases that cannot end while
+ * it waits: the calling thread's own, or those of threads that are themselves waiting for this miss
+ * transaction to end, such as a thread acquiring with misses while it holds a lease; either would
+ * otherwise wait forever), HZ_EFAULTED, HZ_EDEVICE / HZ_EIO / HZ_ENOMEM (the miss failed before
+ * publication: the previous generation stays authoritative, nothing leaks).
  * Threading: may be called from any number of threads on one cache; miss transactions are serialized. */
 int hz_generation_acquire(hz_cache *cache, uint32_t layer, const uint32_t *experts, uint32_t n,
                           hz_generation **out);

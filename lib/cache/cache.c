@@ -477,17 +477,46 @@ uint32_t hz_cache_count_spares(const hz_cache *c) {
     return n;
 }
 
-/* Whether `k` spare rows can ever become available without the calling thread releasing a lease:
- * spares now, plus victims not pinned by a generation on which this thread holds a lease. (Leases of
- * other threads end eventually; consumer events complete on their own.) mu held. */
-static int progress_possible(hz_cache *c, uint32_t k, uint32_t *out_blocked) {
+void hz_cache_wait_begin_locked(hz_cache *c, hz_txn_waiter *w) {
+    w->thread = pthread_self();
+    w->next = c->txn_waiters;
+    c->txn_waiters = w;
+    pthread_cond_broadcast(&c->rows_cv);
+}
+
+void hz_cache_wait_end_locked(hz_cache *c, hz_txn_waiter *w) {
+    for (hz_txn_waiter **p = &c->txn_waiters; *p; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            return;
+        }
+}
+
+/* Whether a lease held by `owner` can end while this transaction waits: not when the owner is the
+ * calling thread, nor when it is itself waiting for this transaction to end. mu held. */
+static int lease_stuck(const hz_cache *c, pthread_t owner, pthread_t self, int *by_waiter) {
+    if (pthread_equal(owner, self)) return 1;
+    for (const hz_txn_waiter *w = c->txn_waiters; w; w = w->next)
+        if (pthread_equal(owner, w->thread)) {
+            *by_waiter = 1;
+            return 1;
+        }
+    return 0;
+}
+
+/* Whether `k` spare rows can ever become available: spares now, plus victims not pinned by a
+ * generation on which a stuck lease (lease_stuck) is held. (Other leases end eventually; consumer
+ * events complete on their own.) *out_by_waiter: a waiting thread's lease was among the stuck. mu held. */
+static int progress_possible(hz_cache *c, uint32_t k, uint32_t *out_blocked, int *out_by_waiter) {
+    *out_by_waiter = 0;
     uint8_t *blocked = calloc(c->nrows, 1);
     if (!blocked) return 1; /* cannot tell: keep waiting rather than fail spuriously */
     pthread_t self = pthread_self();
     size_t total = (size_t)c->layers * c->experts;
     for (hz_gen *g = c->old; g; g = g->next) {
         int mine = 0;
-        for (hz_generation *l = g->lease_list; l && !mine; l = l->next) mine = pthread_equal(l->owner, self);
+        for (hz_generation *l = g->lease_list; l && !mine; l = l->next)
+            mine = lease_stuck(c, l->owner, self, out_by_waiter);
         if (!mine) continue;
         for (size_t i = 0; i < total; i++)
             if (g->map[i] != HZ_NO_ROW) blocked[g->map[i]] = 1;
@@ -519,11 +548,15 @@ static int reserve_rows(hz_cache *c, uint32_t k, uint32_t layer, const uint32_t 
             continue;
         }
         uint32_t blocked = 0;
-        if (!progress_possible(c, k, &blocked))
+        int by_waiter = 0;
+        if (!progress_possible(c, k, &blocked, &by_waiter))
             return hz_error(HZ_ECAPACITY,
                             "no spare row can become free for %u miss(es) of layer %u: %u evicted row(s) are "
-                            "pinned by leases this thread still holds; release them before acquiring",
-                            k, layer, blocked);
+                            "pinned by leases %s; release them before acquiring",
+                            k, layer, blocked,
+                            by_waiter ? "held by threads that wait for this transaction to end (they acquire "
+                                        "with misses while holding them), or by this thread"
+                                      : "this thread still holds");
         /* Leases ending signal rows_cv; consumer events have no callback, so poll them every ms. */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -680,19 +713,26 @@ int hz_cache_validate_group(const hz_cache *c, uint32_t layer, const uint32_t *e
     return HZ_OK;
 }
 
-static int finish_lease(hz_cache *c, hz_generation *lease, hz_generation **out) {
+/* A lease handle, in the registry before anything counts or pins for it: registering is the one step
+ * that can fail (the registry grows), and nobody else knows the address yet, so a failure has nothing
+ * to undo. */
+static int new_lease(hz_generation **out) {
+    *out = NULL;
+    hz_generation *lease = calloc(1, sizeof *lease); /* zeroed: nothing reads garbage through it */
+    if (!lease) return hz_error(HZ_ENOMEM, "out of memory for a lease");
     int st = hz_lease_registry_add(lease);
     if (st) {
-        pthread_mutex_lock(&c->mu);
-        lease_detach(c, lease);
-        hz_gen *g = lease->gen;
-        if (!g->current && g->leases == 0) pthread_cond_broadcast(&c->rows_cv);
-        pthread_mutex_unlock(&c->mu);
         free(lease);
         return st;
     }
     *out = lease;
     return HZ_OK;
+}
+
+/* A new_lease handle that was never attached (the acquire failed). */
+static void discard_lease(hz_generation *lease) {
+    hz_lease_registry_take(lease);
+    free(lease);
 }
 
 /* Leases generation g for the group: LRU touch, counters, the lease. Every expert of the group is a hit
@@ -745,7 +785,10 @@ static int acquire_fast(hz_cache *c, uint32_t layer, const uint32_t *experts, ui
             pthread_mutex_unlock(&c->mu);
             return 0;
         }
+        hz_txn_waiter w; /* the prefetch thread's load is a transaction too */
+        hz_cache_wait_begin_locked(c, &w);
         pthread_cond_wait(&c->pf.idle_cv, &c->mu);
+        hz_cache_wait_end_locked(c, &w);
     }
     pthread_mutex_unlock(&c->mu);
     return 1;
@@ -815,23 +858,31 @@ int hz_generation_acquire(hz_cache *c, uint32_t layer, const uint32_t *experts, 
     if (hz_cache_is_faulted(c)) return hz_cache_fault_status(c);
     int st = hz_cache_validate_group(c, layer, experts, n);
     if (st) return st;
-    hz_generation *lease = malloc(sizeof *lease);
-    if (!lease) return hz_error(HZ_ENOMEM, "out of memory for a lease");
+    hz_generation *lease = NULL;
+    st = new_lease(&lease);
+    if (st) return st;
 
     if (acquire_fast(c, layer, experts, n, lease, &st)) {
         if (st) {
-            free(lease);
+            discard_lease(lease);
             return st;
         }
-        return finish_lease(c, lease, out);
+        *out = lease;
+        return HZ_OK;
     }
 
     /* Miss transaction, serialized. Each round loads up to spare_rows missing experts and publishes
-     * one generation; the group's experts are never chosen as victims, so rounds only add to it. */
+     * one generation; the group's experts are never chosen as victims, so rounds only add to it. While
+     * this thread waits for another transaction, that one must not wait for this thread's leases. */
+    hz_txn_waiter w;
+    pthread_mutex_lock(&c->mu);
+    hz_cache_wait_begin_locked(c, &w);
+    pthread_mutex_unlock(&c->mu);
     pthread_mutex_lock(&c->txn_mu);
     double t0 = hz_now_seconds();
     uint32_t missed = 0;
     pthread_mutex_lock(&c->mu);
+    hz_cache_wait_end_locked(c, &w);
     for (;;) {
         if (hz_cache_is_faulted(c)) {
             st = hz_cache_fault_status(c);
@@ -862,27 +913,32 @@ int hz_generation_acquire(hz_cache *c, uint32_t layer, const uint32_t *experts, 
     pthread_mutex_unlock(&c->mu);
     pthread_mutex_unlock(&c->txn_mu);
     if (st) {
-        free(lease);
+        discard_lease(lease);
         return st;
     }
-    return finish_lease(c, lease, out);
+    *out = lease;
+    return HZ_OK;
 }
 
 /* ---- release and getters ---------------------------------------------------------------------- */
 
 int hz_generation_release(hz_generation *lease, hz_event *consumer_done) {
     if (!lease) return hz_error(HZ_EINVAL, "hz_generation_release: NULL lease");
-    /* Nothing reads through `lease` until the registry vouches for it. */
-    if (!hz_lease_registry_take(lease))
+    /* Nothing reads through `lease` until the registry vouches for it. The event's device is checked
+     * before the lease is taken out, so that a refused release leaves it live without re-adding it (which
+     * could need the registry to grow). A release racing this one on the same handle is the caller's
+     * double release: the memory it could free is quarantined (hz_lease_memory_retire), and only one
+     * of the two takes it below. */
+    if (!hz_lease_registry_contains(lease))
         return hz_error(HZ_EINVAL, "hz_generation_release: %p is not a live lease (already released, or not "
                                    "returned by hz_generation_acquire)", (void *)lease);
     hz_cache *c = lease->cache;
-    if (consumer_done && consumer_done->device != c->device) {
-        /* The slot this lease just vacated is still allocated, so re-adding cannot fail. */
-        hz_lease_registry_add(lease);
+    if (consumer_done && consumer_done->device != c->device)
         return hz_error(HZ_EINVAL, "hz_generation_release: the consumer event belongs to device %s, the cache "
                                    "to device %s", hz_device_name(consumer_done->device), hz_device_name(c->device));
-    }
+    if (!hz_lease_registry_take(lease))
+        return hz_error(HZ_EINVAL, "hz_generation_release: %p is not a live lease (already released, or not "
+                                   "returned by hz_generation_acquire)", (void *)lease);
     int st = HZ_OK;
     pthread_mutex_lock(&c->mu);
     hz_gen *g = lease->gen;
@@ -942,18 +998,20 @@ int hz_generation_row(const hz_generation *lease, uint32_t expert, uint32_t *out
 int hz_cache_hold(hz_cache *c, hz_generation **out) {
     if (out) *out = NULL;
     if (!c || !out) return hz_error(HZ_EINVAL, "hz_cache_hold: NULL argument");
-    hz_generation *lease = malloc(sizeof *lease);
-    if (!lease) return hz_error(HZ_ENOMEM, "out of memory for a lease");
+    hz_generation *lease = NULL;
+    int st = new_lease(&lease);
+    if (st) return st;
     pthread_mutex_lock(&c->mu);
-    int st = hz_cache_is_faulted(c) ? hz_cache_fault_status(c) : HZ_OK;
+    st = hz_cache_is_faulted(c) ? hz_cache_fault_status(c) : HZ_OK;
     /* No LRU touch and no counters: nothing was looked up. */
     if (!st) lease_attach(c, atomic_load_explicit(&c->current, memory_order_relaxed), lease, 0);
     pthread_mutex_unlock(&c->mu);
     if (st) {
-        free(lease);
+        discard_lease(lease);
         return st;
     }
-    return finish_lease(c, lease, out);
+    *out = lease;
+    return HZ_OK;
 }
 
 int hz_generation_layer_rows(const hz_generation *lease, uint32_t layer, const void **rows) {

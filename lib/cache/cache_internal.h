@@ -142,6 +142,10 @@ struct hz_cache {
     _Atomic int state;
     char fault_msg[512];
     int in_txn; /* a miss transaction is between reservation and publication */
+    /* Threads waiting for the miss transaction that runs to end (blocked on txn_mu, or waiting for the
+     * prefetch thread, which takes it): that transaction cannot count on their leases ending, since
+     * they release nothing until it does (progress_possible). Nodes live on the waiters' stacks. */
+    struct hz_txn_waiter *txn_waiters;
 
     /* counters (under mu) */
     uint64_t acquires, hits, misses, publications, evictions, retired_rows, rounds;
@@ -221,6 +225,15 @@ int hz_prefetch_adopt_locked(hz_cache *c, uint32_t layer, const uint32_t *group,
 /* Frees every ready row (counted as wasted): a newer prediction replaces them, or a miss needs the
  * rows. mu held. */
 void hz_prefetch_drop_ready_locked(hz_cache *c);
+
+/* A thread about to wait for the running miss transaction (see hz_cache.txn_waiters). mu held for both;
+ * begin wakes a transaction waiting for rows, so that it looks at the waiter's leases again. */
+typedef struct hz_txn_waiter {
+    pthread_t thread;
+    struct hz_txn_waiter *next;
+} hz_txn_waiter;
+void hz_cache_wait_begin_locked(hz_cache *c, hz_txn_waiter *w);
+void hz_cache_wait_end_locked(hz_cache *c, hz_txn_waiter *w);
 
 /* Registry of live lease handles (registry.c). */
 int hz_lease_registry_add(const void *lease);

@@ -283,8 +283,13 @@ int hz_cache_check_invariants(hz_cache *c, int check_content, char *why, size_t 
         snprintf(why, why_len, "NULL cache");
         return HZ_EINVAL;
     }
+    hz_txn_waiter w; /* the caller may hold leases: the running transaction must not wait for them */
+    pthread_mutex_lock(&c->mu);
+    hz_cache_wait_begin_locked(c, &w);
+    pthread_mutex_unlock(&c->mu);
     pthread_mutex_lock(&c->txn_mu);
     pthread_mutex_lock(&c->mu);
+    hz_cache_wait_end_locked(c, &w);
     int st = hz_cache_check_invariants_locked(c, check_content, NULL, 0, why, why_len);
     pthread_mutex_unlock(&c->mu);
     pthread_mutex_unlock(&c->txn_mu);

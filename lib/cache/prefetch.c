@@ -390,9 +390,16 @@ int hz_cache_prefetch(hz_cache *c, uint32_t layer, const uint32_t *experts, uint
         pf->q_n = n;
         pf->queued = 1;
         pthread_cond_signal(&pf->work_cv);
-        /* The thread always finishes a request (it never waits for rows); FAULTED also broadcasts. */
-        while (pf->sync && (pf->queued || pf->loading) && !hz_cache_is_faulted(c))
-            pthread_cond_wait(&pf->idle_cv, &c->mu);
+        /* The thread always finishes a request (it never waits for rows); FAULTED also broadcasts. The
+         * caller may hold a lease (the CPU forward does): a demand transaction running meanwhile must
+         * not wait for it (hz_cache.txn_waiters). */
+        if (pf->sync && (pf->queued || pf->loading) && !hz_cache_is_faulted(c)) {
+            hz_txn_waiter w;
+            hz_cache_wait_begin_locked(c, &w);
+            while (pf->sync && (pf->queued || pf->loading) && !hz_cache_is_faulted(c))
+                pthread_cond_wait(&pf->idle_cv, &c->mu);
+            hz_cache_wait_end_locked(c, &w);
+        }
     }
     pthread_mutex_unlock(&c->mu);
     return HZ_OK;
@@ -416,6 +423,9 @@ void hz_cache_prefetch_wait(hz_cache *c) {
     if (!c || c->pf.mode == HZ_PREFETCH_OFF) return;
     pthread_mutex_lock(&c->mu);
     /* The thread always finishes a request (its copies are bounded; it never waits for rows). */
+    hz_txn_waiter w;
+    hz_cache_wait_begin_locked(c, &w);
     while (c->pf.queued || c->pf.loading) pthread_cond_wait(&c->pf.idle_cv, &c->mu);
+    hz_cache_wait_end_locked(c, &w);
     pthread_mutex_unlock(&c->mu);
 }

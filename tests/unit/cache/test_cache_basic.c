@@ -1,6 +1,7 @@
 /* The cache contract without threads: creation, bad input, lifetimes, row contents, rounds, LRU, and the
  * device / cpu backend underneath. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #include "cache_test_util.h"
@@ -233,6 +234,64 @@ static void test_waits_for_other_thread_lease(void **state) {
     pthread_join(t, NULL);
     tu_check_rows(f->b, l, g2, 2);
     assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    tu_check_invariants(f->c);
+}
+
+/* Thread B of test_crossed_leases: a miss whose spare rows only the main thread's lease pins. */
+typedef struct crossed {
+    hz_cache *c;
+    _Atomic int stage; /* 1: B released its first lease and goes on to the blocked acquire */
+    int status;
+    char msg[512];
+} crossed;
+
+static void *crossed_thread(void *arg) {
+    crossed *x = arg;
+    hz_generation *l = NULL;
+    uint32_t g[4] = {4, 5, 6, 7};
+    assert_int_equal(hz_generation_acquire(x->c, 2, g, 4, &l), HZ_OK); /* 0..3 become victims */
+    assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    atomic_store(&x->stage, 1);
+    uint32_t g2[1] = {8};
+    x->status = hz_generation_acquire(x->c, 2, g2, 1, &l);
+    snprintf(x->msg, sizeof x->msg, "%s", hz_last_error_message());
+    if (x->status == HZ_OK) assert_int_equal(hz_generation_release(l, NULL), HZ_OK);
+    return NULL;
+}
+
+/* The main thread holds a lease that pins the only spare rows; thread B's miss waits for it inside its
+ * transaction; the main thread then acquires a miss itself, which waits for B's transaction. Before, the
+ * two waited for each other forever. Now B's transaction sees that the lease's owner waits for it and
+ * fails with HZ_ECAPACITY, and the main thread's own miss (its rows pinned by its own lease) does too. */
+static void test_crossed_leases(void **state) {
+    fixture *f = *state;
+    uint32_t old[4] = {0, 1, 2, 3};
+    hz_generation *pin = NULL;
+    assert_int_equal(hz_generation_acquire(f->c, 2, old, 4, &pin), HZ_OK);
+    crossed x = {.c = f->c};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, crossed_thread, &x), 0);
+    while (!atomic_load(&x.stage)) usleep(100);
+    /* B's second acquire holds the transaction lock from here on: it cannot end while the pin lasts */
+    for (;;) {
+        if (pthread_mutex_trylock(&f->c->txn_mu) != 0) break;
+        pthread_mutex_unlock(&f->c->txn_mu);
+        usleep(100);
+    }
+    usleep(2000); /* past its first look at the rows, into the wait (not needed for correctness) */
+    hz_generation *l = NULL;
+    uint32_t g3[1] = {9};
+    assert_int_equal(hz_generation_acquire(f->c, 2, g3, 1, &l), HZ_ECAPACITY);
+    assert_non_null(strstr(hz_last_error_message(), "this thread still holds"));
+    pthread_join(t, NULL);
+    if (x.status != HZ_ECAPACITY) fprintf(stderr, "B: %s: %s\n", hz_status_name(x.status), x.msg);
+    assert_int_equal(x.status, HZ_ECAPACITY);
+    assert_non_null(strstr(x.msg, "wait for this transaction to end"));
+    tu_check_invariants(f->c);
+    assert_int_equal(hz_generation_release(pin, NULL), HZ_OK);
+    tu_acquire_check_release(f->c, f->b, 2, g3, 1); /* both work once the pin is gone */
+    uint32_t g2[1] = {8};
+    tu_acquire_check_release(f->c, f->b, 2, g2, 1);
     tu_check_invariants(f->c);
 }
 
@@ -849,6 +908,7 @@ int main(void) {
         TU_TRANSPORT_TESTS(test_self_pinned_spares_report_capacity, setup, teardown),
         TU_TRANSPORT_TESTS(test_hold_current_generation, setup, teardown),
         TU_TRANSPORT_TESTS(test_waits_for_other_thread_lease, setup, teardown),
+        TU_TRANSPORT_TESTS(test_crossed_leases, setup, teardown),
         TU_TRANSPORT_TESTS(test_lru_order, setup, teardown),
         TU_TRANSPORT_TESTS(test_bad_input, setup, teardown),
         TU_TRANSPORT_TESTS(test_destroy_busy, setup, teardown),
