@@ -766,7 +766,7 @@ static uint32_t find_missing(const hz_cache *c, const hz_gen *g, uint32_t layer,
  * running prefetch that serves none of the misses is told to start no further copy. Returns 1 when the
  * lease was taken (or *st is a failure), 0 when the group needs a miss transaction. mu not held. */
 static int acquire_fast(hz_cache *c, uint32_t layer, const uint32_t *experts, uint32_t n, hz_generation *lease,
-                        int *st) {
+                        hz_txn_waiter *w, int *st) {
     *st = HZ_OK;
     pthread_mutex_lock(&c->mu);
     for (;;) {
@@ -781,14 +781,18 @@ static int acquire_fast(hz_cache *c, uint32_t layer, const uint32_t *experts, ui
             break;
         }
         if (!hz_prefetch_serves_locked(c, layer, experts, n)) {
+            /* In the same critical section as the cancel: a request the prefetch thread takes from here
+             * until this thread has the transaction lock starts cancelled too (demand_waiting), and the
+             * transaction that runs meanwhile does not wait for this thread's leases (txn_waiters). */
             hz_prefetch_yield_locked(c);
+            hz_cache_wait_begin_locked(c, w);
+            c->pf.demand_waiting++;
             pthread_mutex_unlock(&c->mu);
             return 0;
         }
-        hz_txn_waiter w; /* the prefetch thread's load is a transaction too */
-        hz_cache_wait_begin_locked(c, &w);
+        hz_cache_wait_begin_locked(c, w); /* the prefetch thread's load is a transaction too */
         pthread_cond_wait(&c->pf.idle_cv, &c->mu);
-        hz_cache_wait_end_locked(c, &w);
+        hz_cache_wait_end_locked(c, w);
     }
     pthread_mutex_unlock(&c->mu);
     return 1;
@@ -862,7 +866,8 @@ int hz_generation_acquire(hz_cache *c, uint32_t layer, const uint32_t *experts, 
     st = new_lease(&lease);
     if (st) return st;
 
-    if (acquire_fast(c, layer, experts, n, lease, &st)) {
+    hz_txn_waiter w;
+    if (acquire_fast(c, layer, experts, n, lease, &w, &st)) {
         if (st) {
             discard_lease(lease);
             return st;
@@ -872,17 +877,14 @@ int hz_generation_acquire(hz_cache *c, uint32_t layer, const uint32_t *experts, 
     }
 
     /* Miss transaction, serialized. Each round loads up to spare_rows missing experts and publishes
-     * one generation; the group's experts are never chosen as victims, so rounds only add to it. While
-     * this thread waits for another transaction, that one must not wait for this thread's leases. */
-    hz_txn_waiter w;
-    pthread_mutex_lock(&c->mu);
-    hz_cache_wait_begin_locked(c, &w);
-    pthread_mutex_unlock(&c->mu);
+     * one generation; the group's experts are never chosen as victims, so rounds only add to it.
+     * acquire_fast registered this thread as waiting for it (w, demand_waiting) until it has the lock. */
     pthread_mutex_lock(&c->txn_mu);
     double t0 = hz_now_seconds();
     uint32_t missed = 0;
     pthread_mutex_lock(&c->mu);
     hz_cache_wait_end_locked(c, &w);
+    c->pf.demand_waiting--;
     for (;;) {
         if (hz_cache_is_faulted(c)) {
             st = hz_cache_fault_status(c);

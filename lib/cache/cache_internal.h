@@ -110,6 +110,8 @@ typedef struct hz_prefetcher {
     uint32_t cur_layer, cur_n;
     uint32_t *ids;           /* [capacity] the running request, the thread's own copy */
     _Atomic int cancel;      /* set by a miss that the running load does not serve: start no more items */
+    uint32_t demand_waiting; /* acquires with misses waiting for the transaction lock: a request taken
+                              * meanwhile starts cancelled, so that they wait for no copy it would start */
     uint32_t ready_layer, ready_n; /* rows loaded and not adopted: ready_rows[0..ready_n) hold */
     uint32_t *ready_rows;    /* [spare_rows] */
     uint32_t *ready_experts; /* [spare_rows] ready_experts[i] of ready_layer */

@@ -215,7 +215,9 @@ static void *prefetch_main(void *arg) {
         pf->loading = 1;
         pf->cur_layer = layer;
         pf->cur_n = n;
-        atomic_store_explicit(&pf->cancel, 0, memory_order_relaxed);
+        /* A demand miss that cancelled the previous load (or arrived while this request was queued) may
+         * still be waiting for the transaction lock: this load must not make it wait longer. */
+        atomic_store_explicit(&pf->cancel, pf->demand_waiting > 0, memory_order_relaxed);
         pthread_mutex_unlock(&c->mu);
 
         pthread_mutex_lock(&c->txn_mu);

@@ -930,10 +930,14 @@ static int load_threaded(hz_transactor *t, const hz_txn_item *items, uint32_t n,
 
 /* ---- registered ----------------------------------------------------------------------------------- */
 
-static int load_registered(hz_transactor *t, const hz_txn_item *items, uint32_t n, hz_txn_result *res,
-                           uint32_t *issued) {
+static int load_registered(hz_transactor *t, const hz_txn_item *items, uint32_t n, const _Atomic int *cancel,
+                           hz_txn_result *res, uint32_t *issued) {
     hz_backend *be = t->be;
     for (uint32_t i = 0; i < n; i++) {
+        if (cancelled(cancel)) { /* nothing of item i on was issued: a prefix, as the other transports */
+            n = i;
+            break;
+        }
         const hz_txn_item *it = &items[i];
         const uint8_t *blob = hz_backing_expert_blob(t->backing, it->layer, it->expert);
         if (!blob) return hz_error(HZ_ERANGE, "transactor: no blob for layer %u expert %u", it->layer, it->expert);
@@ -969,7 +973,7 @@ int hz_transactor_load_cancellable(hz_transactor *t, const hz_txn_item *items, u
     int st;
     switch (t->transport) {
     case HZ_TXN_THREADED: st = load_threaded(t, items, n, cancel, res, &issued); break;
-    case HZ_TXN_REGISTERED: st = load_registered(t, items, n, res, &issued); break;
+    case HZ_TXN_REGISTERED: st = load_registered(t, items, n, cancel, res, &issued); break;
     default: st = load_serial(t, items, n, cancel, res, &issued); break;
     }
     if (st == HZ_OK) return HZ_OK;

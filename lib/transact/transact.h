@@ -89,9 +89,11 @@ void hz_transactor_destroy(hz_transactor *t);
  * from miss transactions and from its prefetch thread, always under its transaction lock). */
 int hz_transactor_load(hz_transactor *t, const hz_txn_item *items, uint32_t n, hz_txn_result *res);
 /* The same, but once *cancel is non-zero no further item is started (serial: no further staging copy;
- * threaded: no further blob handed to the copy threads; registered: every copy is enqueued at once, so
- * nothing is left to cancel). Items already started complete; res->loaded says how many (a prefix).
- * Used by the cache's prefetch thread, whose speculative load gives way to a miss. */
+ * threaded: no further blob handed to the copy threads; registered: no further copy enqueued, which in
+ * practice cuts short only a load cancelled before it starts, since its copies are enqueued at once).
+ * Items already started complete; res->loaded says how many (a prefix). Used by the cache's prefetch
+ * thread, whose speculative load gives way to a miss (a request it takes while a miss waits for the
+ * transaction lock starts cancelled). */
 int hz_transactor_load_cancellable(hz_transactor *t, const hz_txn_item *items, uint32_t n, const _Atomic int *cancel,
                                    hz_txn_result *res);
 
