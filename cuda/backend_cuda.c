@@ -1,5 +1,6 @@
 /* The cuda backend (lib/backend/backend.h): device memory from cudaMalloc, pinned host memory from
- * cudaHostAlloc, two non-blocking streams (compute and copy) and timing-free events.
+ * cudaHostAlloc, two non-blocking streams (compute and copy) and timing-free events, and a third
+ * stream for read_now alone.
  *
  * Plain C against the CUDA runtime's C API: backend.h uses C11 atomics, which C++17 does not accept.
  *
@@ -22,6 +23,8 @@ typedef struct cuda_backend {
     hz_backend base;
     int ordinal;
     cudaStream_t stream[HZ_QUEUE_COUNT];
+    cudaStream_t read_stream; /* read_now: ordered with neither queue */
+    pthread_mutex_t read_mu;  /* one read_now at a time on it */
     _Atomic int lost_claimed; /* the first sticky failure claims lost_msg ... */
     _Atomic int lost;         /* ... writes it, then sets this (readers check lost, then read the message) */
     char lost_msg[256];
@@ -98,8 +101,10 @@ static void cuda_destroy(hz_backend *be) {
     if (cudaSetDevice(cb->ordinal) == cudaSuccess) {
         for (int i = 0; i < HZ_QUEUE_COUNT; i++)
             if (cb->stream[i]) (void)cudaStreamDestroy(cb->stream[i]);
+        if (cb->read_stream) (void)cudaStreamDestroy(cb->read_stream);
     }
     (void)cudaGetLastError();
+    pthread_mutex_destroy(&cb->read_mu);
     free(cb);
 }
 
@@ -175,6 +180,26 @@ static int cuda_copy_d2h(hz_backend *be, hz_queue q, void *dst, const void *src,
 }
 static int cuda_copy_d2d(hz_backend *be, hz_queue q, void *dst, const void *src, uint64_t bytes) {
     return cuda_copy(be, q, dst, src, bytes, cudaMemcpyDeviceToDevice, "copy_d2d");
+}
+
+static int cuda_read_now(hz_backend *be, void *dst, const void *src, uint64_t bytes) {
+    cuda_backend *cb = as_cuda(be);
+    if (bytes == 0) return HZ_OK;
+    int st = cuda_enter(cb, "read_now");
+    if (st) return st;
+    pthread_mutex_lock(&cb->read_mu);
+    cudaError_t e = cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDeviceToHost, cb->read_stream);
+    const char *call = "cudaMemcpyAsync";
+    if (e == cudaSuccess) {
+        e = cudaStreamSynchronize(cb->read_stream);
+        call = "cudaStreamSynchronize";
+    }
+    pthread_mutex_unlock(&cb->read_mu);
+    if (e != cudaSuccess) {
+        st = cuda_fail(cb, e, call);
+        return hz_error_prefix(st, "read_now of %llu bytes", (unsigned long long)bytes);
+    }
+    return HZ_OK;
 }
 
 static int cuda_memset(hz_backend *be, hz_queue q, void *dst, int value, uint64_t bytes) {
@@ -400,6 +425,7 @@ static const hz_backend_ops cuda_ops = {
     .mem_info = cuda_mem_info,
     .host_register = cuda_host_register,
     .host_unregister = cuda_host_unregister,
+    .read_now = cuda_read_now,
 };
 
 int hz_backend_cuda_create(int ordinal, hz_backend **out) {
@@ -422,6 +448,7 @@ int hz_backend_cuda_create(int ordinal, hz_backend **out) {
     cb->ordinal = ordinal;
     atomic_init(&cb->lost_claimed, 0);
     atomic_init(&cb->lost, 0);
+    pthread_mutex_init(&cb->read_mu, NULL);
     for (int d = 0; d < HZ_DIR_COUNT; d++)
         for (int p = 0; p < HZ_PURPOSE_COUNT; p++) {
             atomic_init(&cb->base.bytes[d][p], 0);
@@ -441,8 +468,9 @@ int hz_backend_cuda_create(int ordinal, hz_backend **out) {
         return st;
     }
     /* Non-blocking: neither queue may serialise against work on the legacy default stream. */
-    for (int i = 0; i < HZ_QUEUE_COUNT; i++) {
-        e = cudaStreamCreateWithFlags(&cb->stream[i], cudaStreamNonBlocking);
+    for (int i = 0; i <= HZ_QUEUE_COUNT; i++) {
+        e = cudaStreamCreateWithFlags(i < HZ_QUEUE_COUNT ? &cb->stream[i] : &cb->read_stream,
+                                      cudaStreamNonBlocking);
         if (e != cudaSuccess) {
             st = cuda_fail(cb, e, "cudaStreamCreateWithFlags");
             cuda_destroy(&cb->base);

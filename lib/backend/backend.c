@@ -37,6 +37,14 @@ int hz_backend_copy_d2h(hz_backend *be, hz_queue q, void *dst, const void *src, 
     return st;
 }
 
+int hz_backend_read_now(hz_backend *be, void *dst, const void *src, uint64_t bytes, hz_xfer_purpose purpose) {
+    int st = check_copy(be, HZ_QUEUE_COMPUTE, dst, src, purpose, "read_now");
+    if (st) return st;
+    st = be->ops->read_now(be, dst, src, bytes);
+    if (st == HZ_OK) count(be, HZ_D2H, purpose, bytes);
+    return st;
+}
+
 void hz_backend_count_d2h_store(hz_backend *be, hz_xfer_purpose purpose, uint64_t bytes) {
     if (be && purpose < HZ_PURPOSE_COUNT) count(be, HZ_D2H, purpose, bytes);
 }

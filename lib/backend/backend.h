@@ -14,8 +14,9 @@
 
 #include "core/core.h"
 
-/* 2: host_register / host_unregister (the registered transport). */
-#define HZ_BACKEND_INTERFACE_VERSION 2u
+/* 2: host_register / host_unregister (the registered transport). 3: read_now (the cache's invariant
+ * checker). */
+#define HZ_BACKEND_INTERFACE_VERSION 3u
 
 typedef enum hz_queue { HZ_QUEUE_COMPUTE = 0, HZ_QUEUE_COPY = 1, HZ_QUEUE_COUNT = 2 } hz_queue;
 typedef enum hz_xfer_dir { HZ_H2D = 0, HZ_D2H = 1, HZ_D2D = 2, HZ_DIR_COUNT = 3 } hz_xfer_dir;
@@ -70,6 +71,11 @@ typedef struct hz_backend_ops {
      * copies read any host memory directly (cpu) succeeds without doing anything. */
     int (*host_register)(hz_backend *be, void *ptr, uint64_t bytes, int read_only);
     void (*host_unregister)(hz_backend *be, void *ptr);
+    /* Copies device memory to host memory and returns once it is there, ordered with neither queue.
+     * For reads that must not wait for queued work: the cache's invariant checker reads rows back while
+     * the compute queue may hold kernels that wait for this very host thread (the decode step's gated
+     * experts), so a read queued there, or a queue_sync, would wait for them until they time out. */
+    int (*read_now)(hz_backend *be, void *dst, const void *src, uint64_t bytes);
 } hz_backend_ops;
 
 /* Base of every backend (first member of the implementation's struct). */
@@ -88,6 +94,8 @@ int hz_backend_copy_d2h(hz_backend *be, hz_queue q, void *dst, const void *src, 
                         hz_xfer_purpose purpose);
 int hz_backend_copy_d2d(hz_backend *be, hz_queue q, void *dst, const void *src, uint64_t bytes,
                         hz_xfer_purpose purpose);
+/* read_now with the counting of the copies above (a D2H of `purpose`). */
+int hz_backend_read_now(hz_backend *be, void *dst, const void *src, uint64_t bytes, hz_xfer_purpose purpose);
 /* Counts, as one D2H copy, bytes a kernel stored into pinned host memory itself (no copy operation):
  * every byte that leaves the device shows in the counters, however it travelled. */
 void hz_backend_count_d2h_store(hz_backend *be, hz_xfer_purpose purpose, uint64_t bytes);

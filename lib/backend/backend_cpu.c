@@ -187,6 +187,14 @@ static int host_alloc(uint64_t bytes, void **out, const char *what) {
     return HZ_OK;
 }
 
+/* "Device" memory is host memory here: a plain copy on the calling thread, beside the queues' workers.
+ * It reads only rows whose writes the caller has already waited for (an event), which orders them. */
+static int cpu_read_now(hz_backend *be, void *dst, const void *src, uint64_t bytes) {
+    (void)be;
+    if (bytes) memcpy(dst, src, (size_t)bytes);
+    return HZ_OK;
+}
+
 static int cpu_mem_alloc(hz_backend *be, uint64_t bytes, void **out) {
     (void)be;
     return host_alloc(bytes, out, "device allocation");
@@ -378,6 +386,7 @@ static const hz_backend_ops cpu_ops = {
     .mem_info = cpu_mem_info,
     .host_register = cpu_host_register,
     .host_unregister = cpu_host_unregister,
+    .read_now = cpu_read_now,
 };
 
 int hz_backend_cpu_create(hz_backend **out) {

@@ -102,6 +102,11 @@ static int f_copy_d2h(hz_backend *be, hz_queue q, void *dst, const void *src, ui
     return in->ops->copy_d2h(in, q, dst, src, bytes);
 }
 
+static int f_read_now(hz_backend *be, void *dst, const void *src, uint64_t bytes) {
+    hz_backend *in = as_fault(be)->inner; /* no fault point: only the invariant checker reads this way */
+    return in->ops->read_now(in, dst, src, bytes);
+}
+
 static int f_copy_d2d(hz_backend *be, hz_queue q, void *dst, const void *src, uint64_t bytes) {
     int st = tick(as_fault(be), HZ_FAULT_COPY_D2D);
     if (st) return st;
@@ -246,6 +251,7 @@ static const hz_backend_ops fault_ops = {
     .mem_info = f_mem_info,
     .host_register = f_host_register,
     .host_unregister = f_host_unregister,
+    .read_now = f_read_now,
 };
 
 int hz_backend_fault_create(hz_backend *inner, hz_backend **out) {

@@ -2,9 +2,12 @@
  *
  * Row contents are read back through the backend as D2H copies with purpose HZ_PURPOSE_VERIFY, on every
  * backend alike, so the checker exercises the same path a GPU build would and its reads stay visible
- * in the counters without ever touching the expert-D2H figure that must stay zero. The reads go on the
- * compute queue, where consumers read rows: a read on the copy queue would be ordered after any H2D
- * still in flight and would hide a publication that did not wait for its transfers. */
+ * in the counters without ever touching the expert-D2H figure that must stay zero. The reads are
+ * read_now copies, ordered with neither queue: one on the copy queue would be ordered after any H2D
+ * still in flight and would hide a publication that did not wait for its transfers, and one on the
+ * compute queue (as before 2026-12-01) waited for the kernels queued there, among them the decode
+ * step's experts waiting at their gate for this very acquire: every GPU miss with the experts ahead
+ * then stalled until the gate gave up after 10 s, and the step failed (scripts/demo's build). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +34,7 @@ static int check_row_content(hz_cache *c, uint32_t r, uint8_t *buf, char *why, s
         return HZ_ESTATE;
     }
     const uint8_t *src = c->arena + (uint64_t)r * c->row_bytes;
-    int st = hz_backend_copy_d2h(c->be, HZ_QUEUE_COMPUTE, buf, src, c->row_bytes, HZ_PURPOSE_VERIFY);
-    if (!st) st = c->be->ops->queue_sync(c->be, HZ_QUEUE_COMPUTE);
+    int st = hz_backend_read_now(c->be, buf, src, c->row_bytes, HZ_PURPOSE_VERIFY);
     if (st) {
         snprintf(why, why_len, "reading row %u back failed: %s", r, hz_last_error_message());
         return HZ_ESTATE;
