@@ -621,7 +621,10 @@ static int routed_partial(hz_session *s, uint32_t l, uint64_t tag) {
  * for this host (H200, 2026-11-30: hz-bench's first step stalled until the gate's 10 s ran out). The
  * kernels of a step do not change with the position, so after one whole step every one is loaded. */
 static int experts_ahead(const hz_session *s, int mirror) {
-    return s->gpu->ahead_on && s->gpu->ahead_armed && mirror && s->model->cfg.top_k <= s->model->group_limit;
+    /* The gate and the executor call behind it take at most HZ_W4A16_MAX_EXPERTS rows: a larger top-k
+     * (the API allows 64) runs the experts after the routing, in several executor calls. */
+    return s->gpu->ahead_on && s->gpu->ahead_armed && mirror && s->model->cfg.top_k <= s->model->group_limit &&
+           s->model->cfg.top_k <= HZ_W4A16_MAX_EXPERTS;
 }
 
 /* Gate and tag numbers at partial residency: (epoch << 16) | (layer + 1), the epoch being the step's
@@ -715,12 +718,19 @@ static int deferred_end(hz_gpu_session *g) {
 
 /* At the end of a forward (status st): the leases released once nothing can read their rows. After a
  * failure the queue is drained first, and the host's count of waiting gates is set to the device's,
- * since a failure may open a gate the host never served. */
+ * since a failure may open a gate the host never served. The failure may also have left the device's
+ * table behind the host's copy of it (a gate that gave up before the host's miss was served never
+ * copied that layer's new rows; a gate opened by gates_open_all copies none): the copy is marked unlike
+ * any generation, so that the next forward's hold_sync copies every layer to the table before its
+ * first kernel. A late gate of this forward was reported by its failure or no longer matters: its flag
+ * is cleared, so that it does not fail the next, healthy step. */
 static int hold_end(hz_session *s, int st) {
     hz_gpu_session *g = s->gpu;
     if (st) {
         (void)s->model->gpu->be->ops->queue_sync(s->model->gpu->be, HZ_QUEUE_COMPUTE);
         g->gates_waited = *g->h_waited;
+        *g->h_gate_late = 0;
+        if (g->map) memset(g->map, 0xff, (size_t)s->model->cfg.layers * s->model->cfg.experts * sizeof *g->map);
     }
     int rst = deferred_end(g);
     if (g->held) {

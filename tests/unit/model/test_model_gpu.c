@@ -52,15 +52,20 @@
  *     groups per block: every position's chunks in one block), and with one group at the default split
  *     count and at 1 and 3 splits (one block walking every chunk; splits that do not divide the chunks).
  * It prints decode tokens/s for each configuration (tiny models: launch-bound, not a bandwidth figure).
- * HZ_MODEL_GPU_PARTS (a comma-separated subset of run,modes,queued,long; default all) runs only those
+ * A lease of another thread held past a gate's 10 s fails that step, and the session then decodes as a
+ * fresh one ("late", OLMoE, about 14 s; not with HZ_MODEL_GPU_QUICK).
+ * HZ_MODEL_GPU_PARTS (a comma-separated subset of run,modes,queued,long,late; default all) runs only those
  * checks, so that compute-sanitizer, which makes every kernel slow, can cover the test in pieces that
  * each fit one device call (scripts/gpu-check-model). */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
+#include "cache/cache.h"
 #include "core/core.h"
 #include "horizon/horizon.h"
 #include "model/forward_cuda.h"
@@ -548,6 +553,143 @@ static void check_queued_ahead(const char *path, const char *arch) {
     stack_close(&g);
 }
 
+/* Another thread's lease that pins every spare row: it holds the current generation, then loads two
+ * experts of layer 0 that were not resident (into the two free spare rows; the two it evicts stay
+ * pinned by its hold), and lets go after hold_s seconds. */
+typedef struct pinner {
+    hz_cache *c;
+    uint32_t experts; /* at most 64 */
+    unsigned hold_s;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int pinned; /* 1 pinned, -1 failed */
+    char msg[256];
+} pinner;
+
+static void *pinner_main(void *arg) {
+    pinner *p = arg;
+    hz_generation *pin = NULL, *l = NULL;
+    const void *rows[64];
+    uint32_t want[2], n = 0;
+    int st = hz_cache_hold(p->c, &pin);
+    if (!st) st = hz_generation_layer_rows(pin, 0, rows);
+    for (uint32_t e = 0; !st && e < p->experts && n < 2; e++)
+        if (!rows[e]) want[n++] = e;
+    if (!st && n < 2) st = HZ_ESTATE;
+    if (!st) st = hz_generation_acquire(p->c, 0, want, 2, &l);
+    if (!st) st = hz_generation_release(l, NULL);
+    pthread_mutex_lock(&p->mu);
+    p->pinned = st ? -1 : 1;
+    if (st) snprintf(p->msg, sizeof p->msg, "%s: %s", hz_status_name(st), hz_last_error_message());
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    if (!st) sleep(p->hold_s);
+    if (pin) hz_generation_release(pin, NULL);
+    return NULL;
+}
+
+/* A lease of another thread held past a gate's 10 s (doc/api.md): the step whose miss needs those rows
+ * fails with HZ_EDEVICE once the lease is released, and the session recovers: it goes on decoding from
+ * there, and after a reset and the same prompt it decodes the tokens and logits of a fresh session of
+ * the same model and cache. Before,
+ * the failure could leave the device's table of rows behind the host's copy (the gate gave up before
+ * the host's miss was served and never copied the layer's new rows), and the next steps failed or read
+ * rows that were not leased. OLMoE only: one ~14 s wait. */
+static void check_late_gate(const char *path, const char *arch) {
+    stack g = {0};
+    hz_cache_options co;
+    hz_cache_options_init(&co);
+    co.capacity = 4; /* of 8; spare rows: the top-k (2) */
+    hz_model_options mo;
+    hz_model_options_init(&mo);
+    hz_model_info info;
+    hz_model_info_init(&info);
+    hz_session *fresh = NULL;
+    int st = hz_host_backing_open(path, NULL, &g.b);
+    if (!st) st = hz_device_open("cuda:0", &g.d);
+    if (!st) st = hz_cache_create(g.b, g.d, &co, &g.c);
+    if (!st) st = hz_model_create(g.b, g.d, g.c, &mo, &g.m);
+    if (!st) st = hz_model_get_info(g.m, &info);
+    if (!st) st = hz_session_create(g.m, NULL, &g.s);
+    if (st) {
+        FAILF("%s: late gate: setup: %s: %s", arch, hz_status_name(st), hz_last_error_message());
+        stack_close(&g);
+        return;
+    }
+    static const int32_t prompt[N_PROMPT] = {1, 17, 42, 99, 256, 3, 500, 7};
+    int32_t next = 0;
+    st = hz_prefill(g.s, prompt, N_PROMPT, &next);
+    for (int i = 0; i < 3 && !st; i++) st = hz_decode_step(g.s, next, &next); /* gates armed */
+    if (!st && info.experts > 64) st = HZ_EUNSUPPORTED;
+    pinner p = {.c = g.c, .experts = info.experts, .hold_s = 14, .mu = PTHREAD_MUTEX_INITIALIZER,
+                .cv = PTHREAD_COND_INITIALIZER};
+    pthread_t t;
+    int started = 0;
+    if (!st) started = pthread_create(&t, NULL, pinner_main, &p) == 0;
+    if (!st && !started) st = HZ_ESTATE;
+    if (started) {
+        pthread_mutex_lock(&p.mu);
+        while (!p.pinned) pthread_cond_wait(&p.cv, &p.mu);
+        pthread_mutex_unlock(&p.mu);
+        if (p.pinned < 0) FAILF("%s: late gate: pinning: %s", arch, p.msg);
+    }
+    /* decode until a step misses: it waits for the pin, its gate gives up, and once the pin goes the
+     * step fails */
+    int failed = 0, steps = 0;
+    const double t0 = hz_now_seconds();
+    for (; !st && started && p.pinned > 0 && steps < 64 && !failed; steps++) {
+        int r = hz_decode_step(g.s, next, &next);
+        if (r) {
+            failed = 1;
+            if (r != HZ_EDEVICE || !strstr(hz_last_error_message(), "did not open that gate"))
+                FAILF("%s: late gate: step %d failed with %s: %s (expected the late gate)", arch, steps,
+                      hz_status_name(r), hz_last_error_message());
+        }
+    }
+    const double waited = hz_now_seconds() - t0;
+    if (started) pthread_join(t, NULL);
+    if (!st && started && p.pinned > 0 && !failed)
+        FAILF("%s: late gate: %d steps and none missed (the test needs a miss while the rows are pinned)", arch, steps);
+    /* the session goes on from where it failed: every step must succeed (a layer whose new rows the
+     * device's table never got makes a step wait for a host that thinks it a hit, or pass on a row
+     * that is not leased: both fail the step) */
+    int cont = 0;
+    for (; !st && failed && cont < 48; cont++) {
+        st = hz_decode_step(g.s, next, &next);
+        if (st)
+            FAILF("%s: late gate: step %d after the failed one: %s: %s", arch, cont, hz_status_name(st),
+                  hz_last_error_message());
+    }
+    /* the same prompt and 24 greedy steps on the recovered session and on a fresh one */
+    int32_t tok[2][N_STEPS];
+    float *lg = malloc((size_t)2 * info.vocab_size * sizeof(float));
+    if (!st) st = hz_session_create(g.m, NULL, &fresh);
+    hz_session *ss[2] = {g.s, fresh};
+    if (!st) st = hz_session_reset(g.s);
+    for (int k = 0; k < 2 && !st && lg; k++) {
+        st = hz_prefill(ss[k], prompt, N_PROMPT, &next);
+        for (int i = 0; i < N_STEPS && !st; i++) {
+            st = hz_decode_step(ss[k], next, &next);
+            tok[k][i] = next;
+        }
+        const float *h = NULL;
+        if (!st) st = hz_session_logits(ss[k], &h, NULL);
+        if (!st) memcpy(lg + (size_t)k * info.vocab_size, h, (size_t)info.vocab_size * sizeof(float));
+    }
+    if (st && !g_failures)
+        FAILF("%s: late gate: after the failed step: %s: %s", arch, hz_status_name(st), hz_last_error_message());
+    else if (lg && (memcmp(tok[0], tok[1], sizeof tok[0]) ||
+                    memcmp(lg, lg + info.vocab_size, (size_t)info.vocab_size * sizeof(float))))
+        FAILF("%s: late gate: the recovered session decodes other tokens or logits than a fresh one", arch);
+    else if (failed)
+        printf("%s: cuda:0 a lease of another thread held past the gate: the step failed after %.1f s (%d steps); "
+               "%d more steps went on from there, then after a reset the session decoded as a fresh one\n", arch,
+               waited, steps, cont);
+    free(lg);
+    hz_session_destroy(fresh);
+    stack_close(&g);
+}
+
 /* N_LONG teacher-forced decode steps on the cpu and on cuda:0 (full residency, graph), logits compared
  * at every step; `splits` overrides the attention's split count (0: default); `groups`: the attention's
  * group count by position (1) or one group everywhere (0). */
@@ -623,7 +765,7 @@ static int list_has(const char *list, const char *name, size_t len) {
     return 0;
 }
 
-#define MODEL_GPU_PARTS "run,modes,queued,long"
+#define MODEL_GPU_PARTS "run,modes,queued,long,late"
 
 /* Whether HZ_MODEL_GPU_PARTS selects `part` (unset or empty: every part). */
 static int part_on(const char *part) {
@@ -668,6 +810,9 @@ int main(void) {
         check_queued_ahead(path[0], "olmoe");
         check_queued_ahead(path[1], "qwen2moe");
     }
+    /* Not under HZ_MODEL_GPU_QUICK (compute-sanitizer): the pin must outlast the gate's 10 s from the
+     * step's start, which a sanitizer's slowed steps would make a matter of luck. */
+    if (part_on("late") && !getenv("HZ_MODEL_GPU_QUICK")) check_late_gate(path[0], "olmoe");
     if (part_on("long"))
         for (int a = 0; a < 2; a++) {
             /* Quick (72 positions, two chunks): one group keeps both chunks in one block at any split
