@@ -17,6 +17,7 @@
 #include "backing/backing.h"
 #include "fixture.h"
 #include "format/artifact.h"
+#include "../../test_dir.h"
 
 typedef struct art_state {
     char *path;
@@ -439,27 +440,7 @@ static void test_writer_misuse(void **state) {
     free(p);
 }
 
-/* Entries of `dir` other than . and ... */
-static int count_entries(const char *dir) {
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
-    return n;
-}
 
-/* Whether this filesystem gives unnamed (O_TMPFILE) files, asked directly rather than through the
- * writer: where it does not, the writer falls back to a named temporary, and a killed process leaves it. */
-static int have_unnamed(const char *dir) {
-    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        print_message("note: no O_TMPFILE in %s: the writer's temporary file has a name there\n", dir);
-        return 0;
-    }
-    close(fd);
-    return 1;
-}
 
 /* While the writer is open (hz-pack's can be for minutes) its directory holds nothing new, so a process
  * killed mid-write leaves nothing; abort and a failed finish leave it empty; finish gives the artifact
@@ -470,7 +451,7 @@ static void test_writer_leaves_nothing(void **state) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/hz-test-aw-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
     assert_non_null(mkdtemp(dir));
-    const int unnamed = have_unnamed(dir);
+    const int unnamed = hz_test_have_unnamed(dir);
     char path[4200];
     snprintf(path, sizeof path, "%s/a.hzq", dir);
     hz_model_config cfg;
@@ -484,13 +465,13 @@ static void test_writer_leaves_nothing(void **state) {
         uint16_t half[64] = {0};
         assert_int_equal(hz_artifact_writer_write(w, half, sizeof half), HZ_OK);
         assert_true(hz_artifact_writer_bytes(w) > 0);
-        assert_int_equal(count_entries(dir), unnamed ? 0 : 1);
+        assert_int_equal(hz_test_count_entries(dir, NULL, 0), unnamed ? 0 : 1);
         if (round == 0) {
             hz_artifact_writer_abort(w);
         } else {
             assert_int_equal(hz_artifact_writer_finish(w, NULL), HZ_EINVAL); /* tensor not ended */
         }
-        assert_int_equal(count_entries(dir), 0);
+        assert_int_equal(hz_test_count_entries(dir, NULL, 0), 0);
     }
 
     /* a complete artifact, written by the fixture into this directory */
@@ -503,7 +484,7 @@ static void test_writer_leaves_nothing(void **state) {
     if (saved) setenv("TMPDIR", saved, 1);
     else unsetenv("TMPDIR");
     free(saved);
-    assert_int_equal(count_entries(dir), 1);
+    assert_int_equal(hz_test_count_entries(dir, NULL, 0), 1);
     struct stat sb;
     assert_int_equal(stat(p, &sb), 0);
     assert_int_equal(sb.st_mode & 07777, 0644);

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "core/core.h"
+#include "../../test_dir.h"
 #include "core/fp16.h"
 
 static void test_names_and_messages(void **state) {
@@ -124,18 +125,6 @@ static char *fresh_dir(void) {
     return d;
 }
 
-/* Entries of `dir` other than . and ..; the first one's name is copied to `first` (may be NULL). */
-static int count_entries(const char *dir, char *first, size_t cap) {
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        if (n++ == 0 && first) snprintf(first, cap, "%s", e->d_name);
-    }
-    closedir(d);
-    return n;
-}
 
 static void remove_dir_flat(char *dir) {
     DIR *d = opendir(dir);
@@ -151,17 +140,6 @@ static void remove_dir_flat(char *dir) {
     free(dir);
 }
 
-/* Whether this filesystem gives unnamed files at all (asked directly, not through the code under test):
- * where it does not, hz_outfile_create falls back to the named form and only that can be checked. */
-static int have_unnamed(const char *dir) {
-    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        print_message("note: no O_TMPFILE in %s: the unnamed form is not checked\n", dir);
-        return 0;
-    }
-    close(fd);
-    return 1;
-}
 
 static void write_str(const hz_outfile *f, const char *s) {
     assert_int_equal(write(f->fd, s, strlen(s)), (ssize_t)strlen(s));
@@ -186,7 +164,7 @@ static void expect_file(const char *path, const char *want) {
 static void test_outfile_unnamed(void **state) {
     (void)state;
     char *dir = fresh_dir();
-    const int unnamed = have_unnamed(dir);
+    const int unnamed = hz_test_have_unnamed(dir);
     char path[4200], first[256];
     snprintf(path, sizeof path, "%s/out.bin", dir);
     const mode_t old_mask = umask(077);
@@ -195,16 +173,16 @@ static void test_outfile_unnamed(void **state) {
     write_str(&f, "first");
     if (unnamed) {
         assert_null(f.tmp);
-        assert_int_equal(count_entries(dir, NULL, 0), 0);
+        assert_int_equal(hz_test_count_entries(dir, NULL, 0), 0);
         assert_non_null(strstr(hz_outfile_name(&f), path));
         assert_non_null(strstr(hz_outfile_name(&f), "(unnamed temporary)"));
     } else {
-        assert_int_equal(count_entries(dir, NULL, 0), 1);
+        assert_int_equal(hz_test_count_entries(dir, NULL, 0), 1);
     }
     assert_int_equal(hz_outfile_commit(&f), HZ_OK);
     assert_int_equal(f.fd, -1);
     assert_null(f.path);
-    assert_int_equal(count_entries(dir, first, sizeof first), 1);
+    assert_int_equal(hz_test_count_entries(dir, first, sizeof first), 1);
     assert_string_equal(first, "out.bin");
     expect_file(path, "first");
     hz_outfile_abort(&f); /* committed: nothing happens */
@@ -213,20 +191,20 @@ static void test_outfile_unnamed(void **state) {
     /* an aborted rewrite leaves the earlier file and nothing else; abort again and NULL are no-ops */
     assert_int_equal(hz_outfile_create(path, &f), HZ_OK);
     write_str(&f, "second");
-    if (unnamed) assert_int_equal(count_entries(dir, NULL, 0), 1);
+    if (unnamed) assert_int_equal(hz_test_count_entries(dir, NULL, 0), 1);
     hz_outfile_abort(&f);
     hz_outfile_abort(&f);
     hz_outfile_abort(NULL);
     hz_outfile zero = {0}; /* a writer's calloc'd struct before create: no file, fd 0 not touched */
     hz_outfile_abort(&zero);
-    assert_int_equal(count_entries(dir, NULL, 0), 1);
+    assert_int_equal(hz_test_count_entries(dir, NULL, 0), 1);
     expect_file(path, "first");
 
     /* a committed rewrite replaces it */
     assert_int_equal(hz_outfile_create(path, &f), HZ_OK);
     write_str(&f, "third");
     assert_int_equal(hz_outfile_commit(&f), HZ_OK);
-    assert_int_equal(count_entries(dir, NULL, 0), 1);
+    assert_int_equal(hz_test_count_entries(dir, NULL, 0), 1);
     expect_file(path, "third");
     assert_int_equal(hz_outfile_commit(&f), HZ_EINVAL); /* nothing left to commit */
     umask(old_mask);
@@ -246,19 +224,19 @@ static void test_outfile_named(void **state) {
     assert_non_null(f.tmp);
     assert_string_equal(hz_outfile_name(&f), f.tmp);
     write_str(&f, "named");
-    assert_int_equal(count_entries(dir, first, sizeof first), 1);
+    assert_int_equal(hz_test_count_entries(dir, first, sizeof first), 1);
     assert_int_equal(strncmp(first, "out.bin.tmp.", 12), 0);
     assert_int_equal(strlen(first), strlen("out.bin.tmp.XXXXXX"));
     assert_int_equal(hz_outfile_commit(&f), HZ_OK);
-    assert_int_equal(count_entries(dir, first, sizeof first), 1);
+    assert_int_equal(hz_test_count_entries(dir, first, sizeof first), 1);
     assert_string_equal(first, "out.bin");
     expect_file(path, "named");
 
     assert_int_equal(hz_outfile_create_named(path, &f), HZ_OK);
     write_str(&f, "discarded");
-    assert_int_equal(count_entries(dir, NULL, 0), 2);
+    assert_int_equal(hz_test_count_entries(dir, NULL, 0), 2);
     hz_outfile_abort(&f);
-    assert_int_equal(count_entries(dir, NULL, 0), 1);
+    assert_int_equal(hz_test_count_entries(dir, NULL, 0), 1);
     expect_file(path, "named");
     umask(old_mask);
     remove_dir_flat(dir);
@@ -283,7 +261,7 @@ static void test_outfile_refused(void **state) {
     assert_non_null(strstr(hz_last_error_message(), "cannot create"));
     assert_int_equal(f.fd, -1);
     assert_null(f.path);
-    assert_int_equal(count_entries(dir, NULL, 0), 0);
+    assert_int_equal(hz_test_count_entries(dir, NULL, 0), 0);
     remove_dir_flat(dir);
 }
 

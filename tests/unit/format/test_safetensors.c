@@ -18,6 +18,7 @@
 #include "core/core.h"
 #include "core/fp16.h"
 #include "format/safetensors.h"
+#include "../../test_dir.h"
 
 #define FILE_NAME "bad.safetensors"
 
@@ -503,34 +504,14 @@ static void test_writer_errors(void **state) {
     free(path);
 }
 
-/* Entries of `dir` other than . and ... */
-static int count_entries(const char *dir) {
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
-    return n;
-}
 
-/* Whether this filesystem gives unnamed (O_TMPFILE) files, asked directly rather than through the
- * writer: where it does not, the writer falls back to a named temporary, and a killed process leaves it. */
-static int have_unnamed(const char *dir) {
-    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        print_message("note: no O_TMPFILE in %s: the writer's temporary file has a name there\n", dir);
-        return 0;
-    }
-    close(fd);
-    return 1;
-}
 
 /* While the writer is open its directory holds nothing new, so a process killed mid-write leaves
  * nothing; finish gives the file its name (mode 0644 whatever the umask), abort leaves the directory
  * as it was. */
 static void test_writer_leaves_nothing(void **state) {
     const char *dir = *state;
-    const int unnamed = have_unnamed(dir);
+    const int unnamed = hz_test_have_unnamed(dir);
     char *path = join(dir, "open.safetensors");
     const hz_st_decl decls[] = {{"a", HZ_DTYPE_F32, 1, {4}}, {"b", HZ_DTYPE_F16, 1, {4}}};
     const float a[4] = {1.0f, -2.0f, 0.5f, 8.0f};
@@ -539,10 +520,10 @@ static void test_writer_leaves_nothing(void **state) {
     hz_st_writer *w = NULL;
     assert_int_equal(hz_st_writer_create(path, decls, 2, &w), HZ_OK);
     assert_int_equal(hz_st_writer_write(w, a, sizeof a), HZ_OK);
-    assert_int_equal(count_entries(dir), unnamed ? 0 : 1);
+    assert_int_equal(hz_test_count_entries(dir, NULL, 0), unnamed ? 0 : 1);
     assert_int_equal(hz_st_writer_write(w, b, sizeof b), HZ_OK);
     assert_int_equal(hz_st_writer_finish(w), HZ_OK);
-    assert_int_equal(count_entries(dir), 1);
+    assert_int_equal(hz_test_count_entries(dir, NULL, 0), 1);
     struct stat sb;
     assert_int_equal(stat(path, &sb), 0);
     assert_int_equal(sb.st_mode & 07777, 0644);
@@ -558,9 +539,9 @@ static void test_writer_leaves_nothing(void **state) {
 
     assert_int_equal(hz_st_writer_create(path, decls, 2, &w), HZ_OK);
     assert_int_equal(hz_st_writer_write(w, a, sizeof a), HZ_OK);
-    assert_int_equal(count_entries(dir), unnamed ? 0 : 1);
+    assert_int_equal(hz_test_count_entries(dir, NULL, 0), unnamed ? 0 : 1);
     hz_st_writer_abort(w);
-    assert_int_equal(count_entries(dir), 0);
+    assert_int_equal(hz_test_count_entries(dir, NULL, 0), 0);
     umask(old_mask);
     free(path);
 }
