@@ -227,8 +227,8 @@ typedef enum hz_prefetch {
     HZ_PREFETCH_OFF = 0,       /* experts are loaded only when acquired (the default) */
     HZ_PREFETCH_NEXT_LAYER = 1 /* while layer l computes, a model applies layer l+1's router to layer l's
                                   MoE input and the cache starts loading the predicted experts that are
-                                  missing on a thread of its own (decode steps; prefill does not
-                                  predict). A gate stops predicting for a while when fewer than a quarter
+                                  missing on a thread of its own (single-token runs: decode steps and a
+                                  one-token prefill; a longer prefill does not predict). A gate stops predicting for a while when fewer than a quarter
                                   of the last 64 prefetched experts were used (prefetch_gated;
                                   doc/cache-contract.md, "The gate") */
 } hz_prefetch;
@@ -403,7 +403,10 @@ uint32_t hz_session_position(const hz_session *session);
 /* Runs `n` prompt tokens from the current position, leaves the logits of the last one readable, and
  * samples the next token into *out_next (out_next may be NULL).
  * Errors: HZ_EINVAL (n == 0, NULL), HZ_ERANGE (a token outside the vocabulary, or position + n above
- * max_context; nothing is run), HZ_EFAULTED, HZ_EDEVICE. */
+ * max_context; nothing is run), HZ_EFAULTED, HZ_EDEVICE, HZ_ENOMEM, HZ_ECAPACITY (a miss needs rows
+ * that only leases of the calling thread, or of threads waiting for that miss, pin: see
+ * hz_generation_acquire). After any error the position has not moved and no logits are readable;
+ * after HZ_ENOMEM or HZ_ECAPACITY the call may be repeated. */
 int hz_prefill(hz_session *session, const int32_t *tokens, uint32_t n, int32_t *out_next);
 
 /* Runs one token at the current position, leaves its logits readable, and samples the next token.

@@ -256,7 +256,8 @@ hz_transactor *hz_cache_transactor(hz_cache *c);
 #ifdef HZ_INVARIANTS
 /* Checks the invariants of doc/cache-contract.md; when `check_content`, also compares every row mapped
  * by a live generation with the backing (through D2H reads counted under HZ_PURPOSE_VERIFY). Takes the
- * transaction lock and the cache lock. HZ_OK, or HZ_ESTATE with the first violation in `why`. */
+ * transaction lock and the cache lock. HZ_OK, HZ_ESTATE with the first violation in `why`, or HZ_ENOMEM
+ * (its own scratch could not be allocated: nothing was checked). */
 int hz_cache_check_invariants(hz_cache *c, int check_content, char *why, size_t why_len);
 /* The same with both locks held by the caller; `rows_to_read` limits the content check to those rows
  * (NULL with check_content = all mapped rows). */
