@@ -123,13 +123,22 @@ static float elem_f32(const uint8_t *src, hz_dtype dt, uint64_t i) {
     }
 }
 
+/* "[d0, d1, ...]" of n dimensions into buf. */
+static const char *shape_text(char *buf, size_t cap, uint32_t n, const uint64_t *d) {
+    size_t at = (size_t)snprintf(buf, cap, "[");
+    for (uint32_t i = 0; i < n && at < cap; i++)
+        at += (size_t)snprintf(buf + at, cap - at, "%s%llu", i ? ", " : "", (unsigned long long)d[i]);
+    if (at < cap) snprintf(buf + at, cap - at, "]");
+    return buf;
+}
+
 static int check_shape(const hz_st_tensor *t, uint32_t ndim, uint64_t d0, uint64_t d1) {
-    if (t->ndim != ndim || t->shape[0] != d0 || (ndim > 1 && t->shape[1] != d1))
-        return hz_error(HZ_EFORMAT, "tensor '%s': shape [%llu%s%llu] in the checkpoint, the config "
-                                    "needs [%llu%s%llu]",
-                        t->name, (unsigned long long)t->shape[0], t->ndim > 1 ? ", " : "",
-                        t->ndim > 1 ? (unsigned long long)t->shape[1] : 0ull,
-                        (unsigned long long)d0, ndim > 1 ? ", " : "", ndim > 1 ? (unsigned long long)d1 : 0ull);
+    if (t->ndim != ndim || (ndim > 0 && t->shape[0] != d0) || (ndim > 1 && t->shape[1] != d1)) {
+        char have[160], want[64];
+        const uint64_t need[2] = {d0, d1};
+        return hz_error(HZ_EFORMAT, "tensor '%s': shape %s in the checkpoint, the config needs %s", t->name,
+                        shape_text(have, sizeof have, t->ndim, t->shape), shape_text(want, sizeof want, ndim, need));
+    }
     return HZ_OK;
 }
 
@@ -369,11 +378,54 @@ static int is_expert_name(const char *name, const hz_model_config *cfg) {
     return !strcmp(proj, "gate_proj") || !strcmp(proj, "up_proj") || !strcmp(proj, "down_proj");
 }
 
-/* Refuses an output path that names one of the checkpoint's files, or the other output: the rename at
- * the end would replace that file (the checkpoint is read until then). */
-static int check_outputs(const hz_st_set *set, const char *out, const char *export_path) {
+/* `path` spelt one way: its directory resolved (symlinks, "." and "..") and its last component, so that
+ * two spellings of one file compare equal whether or not it exists yet. NULL when the directory does not
+ * resolve or the last component is empty, "." or ".." (creating the file will fail and say why). */
+static char *canonical_path(const char *path) {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) return NULL;
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    char *real = dir ? realpath(dir, NULL) : NULL;
+    free(dir);
+    if (!real) return NULL;
+    size_t n = strlen(real) + strlen(base) + 2;
+    char *out = malloc(n);
+    if (out) snprintf(out, n, "%s/%s", strcmp(real, "/") ? real : "", base);
+    free(real);
+    return out;
+}
+
+/* Whether output `out` (canonical, may be NULL) is input `in` (an existing file, or absent). */
+static int names_input(const char *out, const char *in) {
+    char *real = out ? realpath(in, NULL) : NULL;
+    const int same = real && !strcmp(out, real);
+    free(real);
+    return same;
+}
+
+/* Refuses an output path that names one of the checkpoint's files (its shards, config.json, the shard
+ * index), or the other output, however spelt: the rename at the end would replace that file. */
+static int check_outputs(const char *model_dir, const hz_st_set *set, const char *out, const char *export_path) {
     if (export_path && strcmp(out, export_path) == 0)
         return hz_error(HZ_EINVAL, "the artifact and the export are both %s", out);
+    char *co = canonical_path(out), *ce = export_path ? canonical_path(export_path) : NULL;
+    int rc = HZ_OK;
+    if (co && ce && !strcmp(co, ce))
+        rc = hz_error(HZ_EINVAL, "the artifact %s and the export %s are the same file (%s)", out, export_path, co);
+    char meta[2][4096];
+    snprintf(meta[0], sizeof meta[0], "%s/config.json", model_dir);
+    snprintf(meta[1], sizeof meta[1], "%s/model.safetensors.index.json", model_dir);
+    for (uint32_t i = 0; i < set->n_files + 2u && !rc; i++) {
+        const char *in = i < set->n_files ? set->paths[i] : meta[i - set->n_files];
+        if (names_input(co, in))
+            rc = hz_error(HZ_EINVAL, "the artifact path %s is the checkpoint's file %s", out, in);
+        else if (names_input(ce, in))
+            rc = hz_error(HZ_EINVAL, "the export path %s is the checkpoint's file %s", export_path, in);
+    }
+    free(co);
+    free(ce);
+    if (rc) return rc;
     struct stat so, se, si;
     const int have_o = stat(out, &so) == 0, have_e = export_path && stat(export_path, &se) == 0;
     if (have_o && have_e && so.st_dev == se.st_dev && so.st_ino == se.st_ino)
@@ -395,7 +447,7 @@ static int run(const char *model_dir, const char *out, const char *export_path, 
     int rc = hz_hfconfig_load(path, &c->cfg);
     if (rc) return rc;
     if ((rc = hz_st_open(model_dir, &c->set))) return rc;
-    if ((rc = check_outputs(c->set, out, export_path))) return rc;
+    if ((rc = check_outputs(model_dir, c->set, out, export_path))) return rc;
     c->fds = calloc(c->set->n_files, sizeof *c->fds);
     if (!c->fds) return hz_error(HZ_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < c->set->n_files; i++) c->fds[i] = -1;
@@ -465,17 +517,25 @@ static int run(const char *model_dir, const char *out, const char *export_path, 
     if ((rc = hz_artifact_writer_create(out, &c->cfg, dtype_word(src), source_id, &c->aw))) goto done;
     c->specs = specs;
     if ((rc = convert(c, n_specs))) goto done;
+    /* Both outputs are completed and synced first, then renamed into place back to back, the export
+     * before the artifact: a failure before the renames leaves both paths as they were. */
     char identity[HZ_IDENTITY_HEX_BYTES];
-    rc = hz_artifact_writer_finish(c->aw, identity);
+    hz_outfile art = {.fd = -1}, xp = {.fd = -1};
+    rc = hz_artifact_writer_finish_pending(c->aw, identity, &art);
     c->aw = NULL;
+    if (!rc && c->ew) rc = hz_st_writer_finish_pending(c->ew, &xp);
+    c->ew = NULL;
+    if (!rc && export_path) rc = hz_outfile_commit(&xp);
+    if (!rc) {
+        rc = hz_outfile_commit(&art);
+        if (rc && export_path)
+            (void)hz_error_prefix(rc, "the export %s is in place but the artifact %s is not", export_path, out);
+    }
+    hz_outfile_abort(&xp);
+    hz_outfile_abort(&art);
     if (rc) goto done;
     struct stat st;
     uint64_t bytes = stat(out, &st) == 0 ? (uint64_t)st.st_size : 0;
-    if (c->ew) {
-        rc = hz_st_writer_finish(c->ew);
-        c->ew = NULL;
-        if (rc) goto done;
-    }
     show_progress(c, "done", 1);
     if (c->progress) fputc('\n', stderr);
     double el = hz_now_seconds() - c->t0;

@@ -1157,6 +1157,14 @@ done:
 }
 
 int hz_artifact_writer_finish(hz_artifact_writer *w, char identity[HZ_IDENTITY_HEX_BYTES]) {
+    hz_outfile done = {.fd = -1};
+    int rc = hz_artifact_writer_finish_pending(w, identity, &done);
+    return rc ? rc : hz_outfile_commit(&done);
+}
+
+int hz_artifact_writer_finish_pending(hz_artifact_writer *w, char identity[HZ_IDENTITY_HEX_BYTES],
+                                      hz_outfile *out) {
+    *out = (hz_outfile){.fd = -1};
     if (!w) return hz_error(HZ_EINVAL, "writer_finish: NULL writer");
     int rc = HZ_OK;
     char *manifest = NULL;
@@ -1212,7 +1220,8 @@ int hz_artifact_writer_finish(hz_artifact_writer *w, char identity[HZ_IDENTITY_H
         rc = hz_error(HZ_EIO, "%s: fsync failed: %s", hz_outfile_name(&w->out), strerror(errno));
         goto fail;
     }
-    if ((rc = hz_outfile_commit(&w->out))) goto fail;
+    *out = w->out; /* the caller commits it (the file is complete and synced) */
+    w->out = (hz_outfile){.fd = -1};
     if (identity) hz_artifact_identity_hex(&h, identity);
     free(manifest);
     writer_free(w);

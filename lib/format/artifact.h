@@ -177,6 +177,11 @@ int hz_artifact_writer_add_expert(hz_artifact_writer *w, uint32_t layer, uint32_
  * syncs and renames. Frees the writer in every case. On success copies the identity to `identity`
  * when it is not NULL. */
 int hz_artifact_writer_finish(hz_artifact_writer *w, char identity[HZ_IDENTITY_HEX_BYTES]);
+/* finish without the last step: the complete, synced file is handed to *out (hz_outfile_commit gives it
+ * the name, hz_outfile_abort discards it), so that a tool writing several outputs renames them all at the
+ * end, once every one is complete. Frees the writer in every case; *out is empty on failure. */
+int hz_artifact_writer_finish_pending(hz_artifact_writer *w, char identity[HZ_IDENTITY_HEX_BYTES],
+                                      hz_outfile *out);
 /* Discards the file being written (never `path`) and frees. NULL allowed. */
 void hz_artifact_writer_abort(hz_artifact_writer *w);
 /* Bytes written so far (for progress). */

@@ -914,6 +914,13 @@ int hz_st_writer_write(hz_st_writer *w, const void *data, uint64_t bytes) {
 }
 
 int hz_st_writer_finish(hz_st_writer *w) {
+    hz_outfile done = {.fd = -1};
+    int st = hz_st_writer_finish_pending(w, &done);
+    return st ? st : hz_outfile_commit(&done); /* closes before the rename: a close error leaves path as it was */
+}
+
+int hz_st_writer_finish_pending(hz_st_writer *w, hz_outfile *out) {
+    *out = (hz_outfile){.fd = -1};
     if (!w) return hz_error(HZ_EINVAL, "hz_st_writer_finish: NULL writer");
     if (w->written != w->total) {
         uint32_t i = 0;
@@ -924,9 +931,17 @@ int hz_st_writer_finish(hz_st_writer *w) {
         hz_st_writer_abort(w);
         return st;
     }
-    int st = hz_outfile_commit(&w->out); /* closes before the rename: a close error leaves path as it was */
+    /* synced here, as the artifact is: the commit that follows renames only complete data into place */
+    if (fsync(w->out.fd) != 0) {
+        char eb[128];
+        int st = hz_error(HZ_EIO, "%s: fsync failed: %s", hz_outfile_name(&w->out), errno_text(errno, eb, sizeof eb));
+        hz_st_writer_abort(w);
+        return st;
+    }
+    *out = w->out; /* the caller commits it */
+    w->out = (hz_outfile){.fd = -1};
     writer_free(w);
-    return st;
+    return HZ_OK;
 }
 
 void hz_st_writer_abort(hz_st_writer *w) {

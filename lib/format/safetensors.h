@@ -11,6 +11,8 @@
 
 #include <stdint.h>
 
+#include "core/core.h"
+
 typedef enum hz_dtype { HZ_DTYPE_F32 = 0, HZ_DTYPE_F16 = 1, HZ_DTYPE_BF16 = 2 } hz_dtype;
 
 /* Bytes per element. */
@@ -80,6 +82,9 @@ int hz_st_writer_create(const char *path, const hz_st_decl *decls, uint32_t n, h
 int hz_st_writer_write(hz_st_writer *w, const void *data, uint64_t bytes);
 /* Checks that every declared byte was written, closes, renames the file to its path and frees. */
 int hz_st_writer_finish(hz_st_writer *w);
+/* hz_st_writer_finish without the commit: the complete, synced file goes to *out (as
+ * hz_artifact_writer_finish_pending). Frees the writer in every case. */
+int hz_st_writer_finish_pending(hz_st_writer *w, hz_outfile *out);
 /* Closes, removes the temporary file (not `path`), frees. NULL allowed. */
 void hz_st_writer_abort(hz_st_writer *w);
 

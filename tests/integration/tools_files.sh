@@ -1,5 +1,6 @@
 #!/bin/sh
-# The tools and the files around them: an output never replaces an input, another output or something
+# The tools and the files around them: an output never replaces an input (shards, config.json, the
+# index), another output (however either is spelt) or something
 # that is not a regular file; a failed run leaves what was at its output paths as it was; a FIFO given
 # as an input is refused at once; hz-mkmodel run again in a directory leaves one checkpoint there; a
 # config with absurd counts is refused before anything is allocated for them.
@@ -30,6 +31,15 @@ expect_fail "the export path $w/m/model.safetensors is the checkpoint's file" \
 expect_fail "the artifact path $w/m/model.safetensors is the checkpoint's file" \
     "$pack" "$w/m" "$w/m/model.safetensors" --quiet
 expect_fail "the artifact and the export are both" "$pack" "$w/m" "$w/same" --export-dequantized "$w/same" --quiet
+# ... however spelt, and config.json is an input too
+expect_fail "are the same file" "$pack" "$w/m" "$w/same" --export-dequantized "$w/./same" --quiet
+mkdir "$w/sub"
+expect_fail "are the same file" "$pack" "$w/m" "$w/same" --export-dequantized "$w/sub/../same" --quiet
+cp "$w/m/config.json" "$w/orig.config.json"
+expect_fail "is the checkpoint's file $w/m/config.json" "$pack" "$w/m" "$w/m/config.json" --quiet
+expect_fail "is the checkpoint's file $w/m/config.json" \
+    "$pack" "$w/m" "$w/a.hzq" --export-dequantized "$w/sub/../m/config.json" --quiet
+cmp "$w/m/config.json" "$w/orig.config.json" || fail "config.json changed"
 cmp "$w/m/model.safetensors" "$w/orig.safetensors" || fail "the checkpoint changed"
 test ! -e "$w/a.hzq" && test ! -e "$w/same" || fail "an output was written by a refused run"
 
