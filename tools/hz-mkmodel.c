@@ -24,6 +24,7 @@
 /* Shards hold at most this many bytes by default (the "2GB" of transformers' save_pretrained
  * max_shard_size); --shard-bytes lowers it so tests can exercise sharding with a tiny model. */
 #define SHARD_LIMIT 2000000000ull
+#define MAX_SHARDS 512u /* open at once while the checkpoint is written: well under the usual 1,024 files */
 #define CHUNK_VALUES (1u << 20)
 
 typedef enum init_kind { INIT_LINEAR, INIT_NORM, INIT_BIAS } init_kind;
@@ -121,14 +122,24 @@ static int mkdir_p(const char *dir) {
     return HZ_OK;
 }
 
-static int write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) return hz_error(HZ_EIO, "%s: cannot create: %s", path, strerror(errno));
-    size_t n = strlen(text);
-    int ok = fwrite(text, 1, n, f) == n && fputc('\n', f) != EOF;
-    if (fclose(f) != 0) ok = 0;
-    if (!ok) return hz_error(HZ_EIO, "%s: write failed", path);
-    return HZ_OK;
+/* `text` and a newline into a complete, synced file for `path` that is not yet renamed into place
+ * (*pending: committed by the caller once every file of the checkpoint is complete). */
+static int write_text(const char *path, const char *text, hz_outfile *pending) {
+    int rc = hz_outfile_create(path, pending);
+    if (rc) return rc;
+    const size_t n = strlen(text);
+    for (size_t at = 0; at <= n && !rc;) {
+        const char *p = at < n ? text + at : "\n";
+        const size_t len = at < n ? n - at : 1;
+        const ssize_t r = write(pending->fd, p, len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) rc = hz_error(HZ_EIO, "%s: write failed: %s", hz_outfile_name(pending), strerror(errno));
+        else at += (size_t)r;
+    }
+    if (!rc && fsync(pending->fd) != 0)
+        rc = hz_error(HZ_EIO, "%s: fsync failed: %s", hz_outfile_name(pending), strerror(errno));
+    if (rc) hz_outfile_abort(pending);
+    return rc;
 }
 
 /* Removes the checkpoint files of an earlier run in `dir` that this run did not write (a single file
@@ -163,7 +174,7 @@ static void shard_name(char *out, size_t cap, uint32_t shard, uint32_t n_shards)
 }
 
 static int write_shard(const char *dir, const gen_list *l, uint32_t shard, uint32_t n_shards,
-                       uint64_t seed, uint16_t *buf) {
+                       uint64_t seed, uint16_t *buf, hz_outfile *pending) {
     char name[64], path[4096];
     shard_name(name, sizeof name, shard, n_shards);
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -201,13 +212,13 @@ static int write_shard(const char *dir, const gen_list *l, uint32_t shard, uint3
         hz_st_writer_abort(w);
         return rc;
     }
-    rc = hz_st_writer_finish(w);
+    rc = hz_st_writer_finish_pending(w, pending);
     if (rc) return rc;
     if (isatty(2)) fprintf(stderr, "hz-mkmodel: wrote %s\n", path);
     return HZ_OK;
 }
 
-static int write_index(const char *dir, const gen_list *l, uint32_t n_shards, uint64_t total) {
+static int write_index(const char *dir, const gen_list *l, uint32_t n_shards, uint64_t total, hz_outfile *pending) {
     cJSON *root = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
     cJSON_AddNumberToObject(meta, "total_size", (double)total);
@@ -222,7 +233,7 @@ static int write_index(const char *dir, const gen_list *l, uint32_t n_shards, ui
     if (!text) return hz_error(HZ_ENOMEM, "out of memory");
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
-    int rc = write_text(path, text);
+    int rc = write_text(path, text, pending);
     cJSON_free(text);
     return rc;
 }
@@ -345,23 +356,42 @@ int main(int argc, char **argv) {
         total += b;
     }
     uint32_t n_shards = shard + 1;
+    /* Every shard stays open until all are complete (they are renamed into place together, below). */
+    if (n_shards > MAX_SHARDS) {
+        free(l.v);
+        return die(hz_error(HZ_EINVAL, "--shard-bytes %llu makes %u shards (at most %u: raise it)",
+                            (unsigned long long)shard_limit, n_shards, MAX_SHARDS),
+                   NULL);
+    }
 
     if ((rc = mkdir_p(dir))) return die(rc, NULL);
-    /* The weights first (each file renamed into place when complete), then config.json, then what an
-     * earlier run left: a failure part way leaves the earlier checkpoint's files, never none. */
+    /* Every file is written complete and synced but not yet named (hz_outfile), then all are renamed
+     * into place back to back, the weights first and config.json last, then what an earlier run left
+     * is removed: a failure before the renames leaves the earlier checkpoint as it was, never a mix of
+     * two runs' shards or a truncated config.json. */
+    hz_outfile *pending = calloc(n_shards + 2u, sizeof *pending); /* shards, index, config */
     uint16_t *buf = malloc(CHUNK_VALUES * sizeof *buf);
-    if (!buf) return die(HZ_ENOMEM, NULL);
-    for (uint32_t s = 0; s < n_shards && !rc; s++) rc = write_shard(dir, &l, s, n_shards, seed, buf);
+    if (!buf || !pending) {
+        free(buf);
+        free(pending);
+        return die(HZ_ENOMEM, NULL);
+    }
+    for (uint32_t s = 0; s < n_shards + 2u; s++) pending[s].fd = -1;
+    for (uint32_t s = 0; s < n_shards && !rc; s++) rc = write_shard(dir, &l, s, n_shards, seed, buf, &pending[s]);
     free(buf);
-    if (!rc && n_shards > 1) rc = write_index(dir, &l, n_shards, total);
+    if (!rc && n_shards > 1) rc = write_index(dir, &l, n_shards, total, &pending[n_shards]);
     char path[4096];
     char *cfg_json = rc ? NULL : hz_hfconfig_to_json(&cfg);
     if (!rc && !cfg_json) rc = hz_error(HZ_ENOMEM, "config.json: out of memory");
     if (!rc) {
         snprintf(path, sizeof path, "%s/config.json", dir);
-        rc = write_text(path, cfg_json);
+        rc = write_text(path, cfg_json, &pending[n_shards + 1u]);
     }
     free(cfg_json);
+    for (uint32_t s = 0; s < n_shards + 2u && !rc; s++)
+        if (pending[s].path) rc = hz_outfile_commit(&pending[s]);
+    for (uint32_t s = 0; s < n_shards + 2u; s++) hz_outfile_abort(&pending[s]); /* after a failure */
+    free(pending);
     if (!rc) rc = remove_stale(dir, n_shards);
     if (rc) {
         free(l.v);
