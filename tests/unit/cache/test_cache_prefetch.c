@@ -351,7 +351,9 @@ static void test_prefetch_cancelled_by_miss(void **state) {
     fprintf(stderr, "  %s: %.0f loaded, %.0f cancelled\n", tu_transport_name(f->transport), loaded, cancelled);
     assert_true(loaded + cancelled == 4);
     if (f->transport == HZ_TRANSPORT_REGISTERED) {
-        assert_int_equal(cancelled, 0);
+        /* its copies are enqueued one after another without waiting: usually all four before the miss
+         * (then nothing is left to cancel), at least the first (the load was running) */
+        assert_true(loaded >= 1);
     } else {
         assert_true(cancelled >= 2);
     }
