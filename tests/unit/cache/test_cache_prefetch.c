@@ -5,6 +5,7 @@
  * faults in a prefetch's copies are recovered (or FAULT the cache when they cannot be); threads mixing
  * prefetches and acquires keep the invariants. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #include "cache_test_util.h"
@@ -335,17 +336,39 @@ static void test_acquire_while_pending(void **state) {
  * the blobs already started (serial: the one being staged; threaded: those handed out, one per staging
  * slot), their rows are spares again or ready, and the miss proceeds. The registered transport enqueues
  * every copy at once: nothing is left to cancel. */
+/* Sets the copies fast again once the running load has been told to stop (the acquire then waits for
+ * the copies already started, at 1 s each): until then every copy is slow, so that the load cannot
+ * finish on its own before the miss arrives, however late the test's thread runs (a loaded CI machine
+ * once let it: 4 loaded, 0 cancelled). */
+typedef struct fast_after_cancel {
+    fixture *f;
+    pthread_t t;
+} fast_after_cancel;
+
+static void *fast_after_cancel_main(void *arg) {
+    fast_after_cancel *a = arg;
+    for (int i = 0; i < 300000 && !atomic_load(&a->f->c->pf.cancel); i++) usleep(100); /* at most ~30 s */
+    hz_transactor_set_copy_delay(hz_cache_transactor(a->f->c), 0);
+    hz_backend_cpu_set_copy_delay(a->f->cpu, 0);
+    return NULL;
+}
+
 static void test_prefetch_cancelled_by_miss(void **state) {
     fixture *f = *state;
-    hz_transactor_set_copy_delay(hz_cache_transactor(f->c), 150000);
-    assert_int_equal(hz_backend_cpu_set_copy_delay(f->cpu, f->transport == HZ_TRANSPORT_REGISTERED ? 50000 : 0),
-                     HZ_OK);
+    const int reg = f->transport == HZ_TRANSPORT_REGISTERED;
+    hz_transactor_set_copy_delay(hz_cache_transactor(f->c), reg ? 0 : 1000000);
+    assert_int_equal(hz_backend_cpu_set_copy_delay(f->cpu, reg ? 50000 : 0), HZ_OK);
     const uint32_t p[4] = {8, 9, 10, 11}, g[4] = {12, 13, 14, 15};
     assert_int_equal(hz_cache_prefetch(f->c, 1, p, 4), HZ_OK);
     wait_loading(f->c);
-    hz_transactor_set_copy_delay(hz_cache_transactor(f->c), 0);
-    assert_int_equal(hz_backend_cpu_set_copy_delay(f->cpu, 0), HZ_OK);
+    fast_after_cancel fa = {.f = f};
+    if (reg) {
+        assert_int_equal(hz_backend_cpu_set_copy_delay(f->cpu, 0), HZ_OK);
+    } else {
+        assert_int_equal(pthread_create(&fa.t, NULL, fast_after_cancel_main, &fa), 0);
+    }
     tu_acquire_check_release(f->c, f->b, 1, g, 4);
+    if (!reg) pthread_join(fa.t, NULL);
     hz_cache_prefetch_wait(f->c);
     double loaded = tu_stat(f->c, "prefetch_experts"), cancelled = tu_stat(f->c, "prefetch_cancelled");
     fprintf(stderr, "  %s: %.0f loaded, %.0f cancelled\n", tu_transport_name(f->transport), loaded, cancelled);
