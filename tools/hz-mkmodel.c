@@ -126,18 +126,9 @@ static int mkdir_p(const char *dir) {
  * (*pending: committed by the caller once every file of the checkpoint is complete). */
 static int write_text(const char *path, const char *text, hz_outfile *pending) {
     int rc = hz_outfile_create(path, pending);
-    if (rc) return rc;
-    const size_t n = strlen(text);
-    for (size_t at = 0; at <= n && !rc;) {
-        const char *p = at < n ? text + at : "\n";
-        const size_t len = at < n ? n - at : 1;
-        const ssize_t r = write(pending->fd, p, len);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) rc = hz_error(HZ_EIO, "%s: write failed: %s", hz_outfile_name(pending), strerror(errno));
-        else at += (size_t)r;
-    }
-    if (!rc && fsync(pending->fd) != 0)
-        rc = hz_error(HZ_EIO, "%s: fsync failed: %s", hz_outfile_name(pending), strerror(errno));
+    if (!rc) rc = hz_outfile_write(pending, text, strlen(text));
+    if (!rc) rc = hz_outfile_write(pending, "\n", 1);
+    if (!rc) rc = hz_outfile_sync(pending);
     if (rc) hz_outfile_abort(pending);
     return rc;
 }

@@ -396,12 +396,15 @@ static char *canonical_path(const char *path) {
     return out;
 }
 
-/* Whether output `out` (canonical, may be NULL) is input `in` (an existing file, or absent). */
-static int names_input(const char *out, const char *in) {
-    char *real = out ? realpath(in, NULL) : NULL;
-    const int same = real && !strcmp(out, real);
-    free(real);
-    return same;
+/* Whether paths a and b name one file: the same resolved name (canonical_path), whether or not it exists
+ * yet, or, both existing, the same inode (a hard link, or a symlink followed). */
+static int same_file(const char *a, const char *b) {
+    char *ca = canonical_path(a), *cb = canonical_path(b);
+    int same = ca && cb && !strcmp(ca, cb);
+    free(ca);
+    free(cb);
+    struct stat sa, sb;
+    return same || (stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
 }
 
 /* Refuses an output path that names one of the checkpoint's files (its shards, config.json, the shard
@@ -409,34 +412,17 @@ static int names_input(const char *out, const char *in) {
 static int check_outputs(const char *model_dir, const hz_st_set *set, const char *out, const char *export_path) {
     if (export_path && strcmp(out, export_path) == 0)
         return hz_error(HZ_EINVAL, "the artifact and the export are both %s", out);
-    char *co = canonical_path(out), *ce = export_path ? canonical_path(export_path) : NULL;
-    int rc = HZ_OK;
-    if (co && ce && !strcmp(co, ce))
-        rc = hz_error(HZ_EINVAL, "the artifact %s and the export %s are the same file (%s)", out, export_path, co);
+    if (export_path && same_file(out, export_path))
+        return hz_error(HZ_EINVAL, "the artifact %s and the export %s are the same file", out, export_path);
     char meta[2][4096];
     snprintf(meta[0], sizeof meta[0], "%s/config.json", model_dir);
     snprintf(meta[1], sizeof meta[1], "%s/model.safetensors.index.json", model_dir);
-    for (uint32_t i = 0; i < set->n_files + 2u && !rc; i++) {
+    for (uint32_t i = 0; i < set->n_files + 2u; i++) {
         const char *in = i < set->n_files ? set->paths[i] : meta[i - set->n_files];
-        if (names_input(co, in))
-            rc = hz_error(HZ_EINVAL, "the artifact path %s is the checkpoint's file %s", out, in);
-        else if (names_input(ce, in))
-            rc = hz_error(HZ_EINVAL, "the export path %s is the checkpoint's file %s", export_path, in);
-    }
-    free(co);
-    free(ce);
-    if (rc) return rc;
-    struct stat so, se, si;
-    const int have_o = stat(out, &so) == 0, have_e = export_path && stat(export_path, &se) == 0;
-    if (have_o && have_e && so.st_dev == se.st_dev && so.st_ino == se.st_ino)
-        return hz_error(HZ_EINVAL, "the artifact %s and the export %s are the same file", out, export_path);
-    for (uint32_t i = 0; i < set->n_files && (have_o || have_e); i++) {
-        if (stat(set->paths[i], &si) != 0) continue;
-        if (have_o && so.st_dev == si.st_dev && so.st_ino == si.st_ino)
-            return hz_error(HZ_EINVAL, "the artifact path %s is the checkpoint's file %s", out, set->paths[i]);
-        if (have_e && se.st_dev == si.st_dev && se.st_ino == si.st_ino)
-            return hz_error(HZ_EINVAL, "the export path %s is the checkpoint's file %s", export_path,
-                            set->paths[i]);
+        if (same_file(out, in))
+            return hz_error(HZ_EINVAL, "the artifact path %s is the checkpoint's file %s", out, in);
+        if (export_path && same_file(export_path, in))
+            return hz_error(HZ_EINVAL, "the export path %s is the checkpoint's file %s", export_path, in);
     }
     return HZ_OK;
 }

@@ -478,8 +478,9 @@ uint32_t hz_cache_count_spares(const hz_cache *c) {
     return n;
 }
 
-void hz_cache_wait_begin_locked(hz_cache *c, hz_txn_waiter *w) {
+void hz_cache_wait_begin_locked(hz_cache *c, hz_txn_waiter *w, int miss) {
     w->thread = pthread_self();
+    w->miss = miss;
     w->next = c->txn_waiters;
     c->txn_waiters = w;
     pthread_cond_broadcast(&c->rows_cv);
@@ -491,6 +492,12 @@ void hz_cache_wait_end_locked(hz_cache *c, hz_txn_waiter *w) {
             *p = w->next;
             return;
         }
+}
+
+int hz_cache_miss_waiting_locked(const hz_cache *c) {
+    for (const hz_txn_waiter *w = c->txn_waiters; w; w = w->next)
+        if (w->miss) return 1;
+    return 0;
 }
 
 /* Whether a lease held by `owner` can end while this transaction waits: not when the owner is the
@@ -789,15 +796,14 @@ static int acquire_fast(hz_cache *c, uint32_t layer, const uint32_t *experts, ui
         }
         if (!hz_prefetch_serves_locked(c, layer, experts, n)) {
             /* In the same critical section as the cancel: a request the prefetch thread takes from here
-             * until this thread has the transaction lock starts cancelled too (demand_waiting), and the
-             * transaction that runs meanwhile does not wait for this thread's leases (txn_waiters). */
+             * until this thread has the transaction lock starts cancelled too, and the transaction that
+             * runs meanwhile does not wait for this thread's leases (txn_waiters). */
             hz_prefetch_yield_locked(c);
-            hz_cache_wait_begin_locked(c, w);
-            c->pf.demand_waiting++;
+            hz_cache_wait_begin_locked(c, w, 1);
             pthread_mutex_unlock(&c->mu);
             return 0;
         }
-        hz_cache_wait_begin_locked(c, w); /* the prefetch thread's load is a transaction too */
+        hz_cache_wait_begin_locked(c, w, 0); /* the prefetch thread's load is a transaction too */
         pthread_cond_wait(&c->pf.idle_cv, &c->mu);
         hz_cache_wait_end_locked(c, w);
     }
@@ -885,13 +891,12 @@ int hz_generation_acquire(hz_cache *c, uint32_t layer, const uint32_t *experts, 
 
     /* Miss transaction, serialized. Each round loads up to spare_rows missing experts and publishes
      * one generation; the group's experts are never chosen as victims, so rounds only add to it.
-     * acquire_fast registered this thread as waiting for it (w, demand_waiting) until it has the lock. */
+     * acquire_fast registered this thread as a miss waiting for it (w) until it has the lock. */
     pthread_mutex_lock(&c->txn_mu);
     double t0 = hz_now_seconds();
     uint32_t missed = 0;
     pthread_mutex_lock(&c->mu);
     hz_cache_wait_end_locked(c, &w);
-    c->pf.demand_waiting--;
     for (;;) {
         if (hz_cache_is_faulted(c)) {
             st = hz_cache_fault_status(c);

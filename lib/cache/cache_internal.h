@@ -110,8 +110,6 @@ typedef struct hz_prefetcher {
     uint32_t cur_layer, cur_n;
     uint32_t *ids;           /* [capacity] the running request, the thread's own copy */
     _Atomic int cancel;      /* set by a miss that the running load does not serve: start no more items */
-    uint32_t demand_waiting; /* acquires with misses waiting for the transaction lock: a request taken
-                              * meanwhile starts cancelled, so that they wait for no copy it would start */
     uint32_t ready_layer, ready_n; /* rows loaded and not adopted: ready_rows[0..ready_n) hold */
     uint32_t *ready_rows;    /* [spare_rows] */
     uint32_t *ready_experts; /* [spare_rows] ready_experts[i] of ready_layer */
@@ -232,10 +230,15 @@ void hz_prefetch_drop_ready_locked(hz_cache *c);
  * begin wakes a transaction waiting for rows, so that it looks at the waiter's leases again. */
 typedef struct hz_txn_waiter {
     pthread_t thread;
+    int miss; /* an acquire's miss, waiting for the transaction lock (the others: for the prefetch thread,
+               * or an invariant check) */
     struct hz_txn_waiter *next;
 } hz_txn_waiter;
-void hz_cache_wait_begin_locked(hz_cache *c, hz_txn_waiter *w);
+void hz_cache_wait_begin_locked(hz_cache *c, hz_txn_waiter *w, int miss);
 void hz_cache_wait_end_locked(hz_cache *c, hz_txn_waiter *w);
+/* Whether a miss waits for the transaction lock: a prefetch request taken meanwhile starts cancelled,
+ * so that the miss waits for no copy it would start. mu held. */
+int hz_cache_miss_waiting_locked(const hz_cache *c);
 
 /* Registry of live lease handles (registry.c). */
 int hz_lease_registry_add(const void *lease);

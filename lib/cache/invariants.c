@@ -287,7 +287,7 @@ int hz_cache_check_invariants(hz_cache *c, int check_content, char *why, size_t 
     }
     hz_txn_waiter w; /* the caller may hold leases: the running transaction must not wait for them */
     pthread_mutex_lock(&c->mu);
-    hz_cache_wait_begin_locked(c, &w);
+    hz_cache_wait_begin_locked(c, &w, 0);
     pthread_mutex_unlock(&c->mu);
     pthread_mutex_lock(&c->txn_mu);
     pthread_mutex_lock(&c->mu);

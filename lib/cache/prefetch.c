@@ -217,7 +217,7 @@ static void *prefetch_main(void *arg) {
         pf->cur_n = n;
         /* A demand miss that cancelled the previous load (or arrived while this request was queued) may
          * still be waiting for the transaction lock: this load must not make it wait longer. */
-        atomic_store_explicit(&pf->cancel, pf->demand_waiting > 0, memory_order_relaxed);
+        atomic_store_explicit(&pf->cancel, hz_cache_miss_waiting_locked(c), memory_order_relaxed);
         pthread_mutex_unlock(&c->mu);
 
         pthread_mutex_lock(&c->txn_mu);
@@ -397,7 +397,7 @@ int hz_cache_prefetch(hz_cache *c, uint32_t layer, const uint32_t *experts, uint
          * not wait for it (hz_cache.txn_waiters). */
         if (pf->sync && (pf->queued || pf->loading) && !hz_cache_is_faulted(c)) {
             hz_txn_waiter w;
-            hz_cache_wait_begin_locked(c, &w);
+            hz_cache_wait_begin_locked(c, &w, 0);
             while (pf->sync && (pf->queued || pf->loading) && !hz_cache_is_faulted(c))
                 pthread_cond_wait(&pf->idle_cv, &c->mu);
             hz_cache_wait_end_locked(c, &w);
@@ -426,7 +426,7 @@ void hz_cache_prefetch_wait(hz_cache *c) {
     pthread_mutex_lock(&c->mu);
     /* The thread always finishes a request (its copies are bounded; it never waits for rows). */
     hz_txn_waiter w;
-    hz_cache_wait_begin_locked(c, &w);
+    hz_cache_wait_begin_locked(c, &w, 0);
     while (c->pf.queued || c->pf.loading) pthread_cond_wait(&c->pf.idle_cv, &c->mu);
     hz_cache_wait_end_locked(c, &w);
     pthread_mutex_unlock(&c->mu);

@@ -53,6 +53,10 @@ int hz_outfile_create(const char *path, hz_outfile *out);
 int hz_outfile_create_named(const char *path, hz_outfile *out);
 /* The name for messages about the file: its temporary name, or its label while it has none. */
 const char *hz_outfile_name(const hz_outfile *f);
+/* Appends n bytes at the file's offset (short writes and EINTR retried); HZ_EIO naming the file. */
+int hz_outfile_write(hz_outfile *f, const void *data, uint64_t n);
+/* fsync, so that commit renames only data that is on disk; HZ_EIO naming the file. */
+int hz_outfile_sync(hz_outfile *f);
 /* Names an unnamed file path.tmp.XXXXXX (linkat), closes it, renames it over `path`. Does not fsync:
  * a caller that wants the data on disk first calls fsync(f->fd). On failure nothing is left beside
  * `path` and what was at `path` stays. Empties *f in every case. */

@@ -159,6 +159,30 @@ int hz_outfile_create(const char *path, hz_outfile *out) {
 
 const char *hz_outfile_name(const hz_outfile *f) { return f->tmp ? f->tmp : f->label; }
 
+int hz_outfile_write(hz_outfile *f, const void *data, uint64_t n) {
+    const uint8_t *p = data;
+    while (n > 0) {
+        const size_t step = n > (1u << 30) ? (size_t)1 << 30 : (size_t)n;
+        const ssize_t r = write(f->fd, p, step);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            char eb[128];
+            return hz_error(HZ_EIO, "%s: write failed: %s", hz_outfile_name(f),
+                            r < 0 ? strerror_r(errno, eb, sizeof eb) : "nothing written");
+        }
+        p += r;
+        n -= (uint64_t)r;
+    }
+    return HZ_OK;
+}
+
+int hz_outfile_sync(hz_outfile *f) {
+    char eb[128];
+    if (fsync(f->fd) != 0)
+        return hz_error(HZ_EIO, "%s: fsync failed: %s", hz_outfile_name(f), strerror_r(errno, eb, sizeof eb));
+    return HZ_OK;
+}
+
 /* Six characters for a fresh name beside the output. Random where getrandom answers, else from the
  * clock; a name that is taken only costs a retry (linkat fails with EEXIST, it never replaces). */
 static void fresh_suffix(char x[6]) {

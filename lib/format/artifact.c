@@ -880,19 +880,9 @@ struct hz_artifact_writer {
 };
 
 static int write_all(hz_artifact_writer *w, const void *data, uint64_t n) {
-    const uint8_t *p = data;
-    while (n > 0) {
-        size_t step = n > (1u << 30) ? (1u << 30) : (size_t)n;
-        ssize_t r = write(w->out.fd, p, step);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            return hz_error(HZ_EIO, "%s: write at offset %llu failed: %s", hz_outfile_name(&w->out),
-                            (unsigned long long)w->pos, strerror(errno));
-        }
-        p += r;
-        n -= (uint64_t)r;
-        w->pos += (uint64_t)r;
-    }
+    int rc = hz_outfile_write(&w->out, data, n);
+    if (rc) return hz_error_prefix(rc, "artifact bytes from offset %llu", (unsigned long long)w->pos);
+    w->pos += n;
     return HZ_OK;
 }
 
@@ -1216,10 +1206,7 @@ int hz_artifact_writer_finish_pending(hz_artifact_writer *w, char identity[HZ_ID
         }
         done += (uint64_t)r;
     }
-    if (fsync(w->out.fd) != 0) {
-        rc = hz_error(HZ_EIO, "%s: fsync failed: %s", hz_outfile_name(&w->out), strerror(errno));
-        goto fail;
-    }
+    if ((rc = hz_outfile_sync(&w->out))) goto fail;
     *out = w->out; /* the caller commits it (the file is complete and synced) */
     w->out = (hz_outfile){.fd = -1};
     if (identity) hz_artifact_identity_hex(&h, identity);

@@ -754,22 +754,6 @@ static int cmp_cstr_ptr(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int write_full(int fd, const void *src, uint64_t bytes, const char *path) {
-    const uint8_t *p = src;
-    while (bytes > 0) {
-        size_t chunk = bytes > (1u << 30) ? (size_t)1 << 30 : (size_t)bytes;
-        ssize_t put = write(fd, p, chunk);
-        if (put < 0) {
-            if (errno == EINTR) continue;
-            char eb[128];
-            return hz_error(HZ_EIO, "%s: write failed: %s", path, errno_text(errno, eb, sizeof eb));
-        }
-        p += put;
-        bytes -= (uint64_t)put;
-    }
-    return HZ_OK;
-}
-
 static void writer_free(hz_st_writer *w) {
     if (!w) return;
     hz_outfile_abort(&w->out); /* nothing left to discard once finish committed it */
@@ -890,8 +874,8 @@ int hz_st_writer_create(const char *path, const hz_st_decl *decls, uint32_t n, h
     }
     uint8_t len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)hb.len >> (8 * i));
-    st = write_full(w->out.fd, len8, 8, path);
-    if (st == HZ_OK) st = write_full(w->out.fd, hb.p, hb.len, path);
+    st = hz_outfile_write(&w->out, len8, 8);
+    if (st == HZ_OK) st = hz_outfile_write(&w->out, hb.p, hb.len);
     free(hb.p);
     if (st != HZ_OK) {
         hz_st_writer_abort(w);
@@ -907,7 +891,7 @@ int hz_st_writer_write(hz_st_writer *w, const void *data, uint64_t bytes) {
         return hz_error(HZ_EINVAL, "%s: write of %llu bytes at %llu runs past the %llu declared data bytes",
                         w->path, (unsigned long long)bytes, (unsigned long long)w->written,
                         (unsigned long long)w->total);
-    int st = write_full(w->out.fd, data, bytes, w->path);
+    int st = hz_outfile_write(&w->out, data, bytes);
     if (st != HZ_OK) return st;
     w->written += bytes;
     return HZ_OK;
@@ -932,9 +916,8 @@ int hz_st_writer_finish_pending(hz_st_writer *w, hz_outfile *out) {
         return st;
     }
     /* synced here, as the artifact is: the commit that follows renames only complete data into place */
-    if (fsync(w->out.fd) != 0) {
-        char eb[128];
-        int st = hz_error(HZ_EIO, "%s: fsync failed: %s", hz_outfile_name(&w->out), errno_text(errno, eb, sizeof eb));
+    int st = hz_outfile_sync(&w->out);
+    if (st) {
         hz_st_writer_abort(w);
         return st;
     }
