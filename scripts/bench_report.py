@@ -6,8 +6,8 @@
         from its header and manifest; scripts/bench writes one per model next to the reports, because
         the artifact itself stays on the GPU machine.
     bench_report.py report DIR [DIR ...] [--doc doc/benchmarks.md] [--out SECTION.md] [--json FIG.json]
-        reads every JSON file in the folders (hz-bench reports, hz-ceilings, the peer, the artifact
-        summaries, scripts/bench's env.json, told apart by their "tool" key), computes the roofline
+        reads every JSON file in the folders (hz-bench reports, hz-ceilings, the peer, the llama.cpp
+        peer of scripts/bench_llamacpp.py, the artifact summaries, scripts/bench's env.json, told apart by their "tool" key), computes the roofline
         and the ratios, and writes one dated markdown section: to --out, and into --doc under the
         heading "## Performance contract (scripts/bench)", replacing the section of the same inputs if
         it is there (running it twice changes nothing), else as the newest section. --json writes the
@@ -15,7 +15,7 @@
         reuse it to replace a section made earlier from part of the folders.
 
 Pairing: a report's ceilings are those of its own folder (the same scripts/bench call, hence the same
-GPU and run); a folder without one borrows another folder's and the section says so. The peer is
+GPU and run); a folder without one borrows another folder's and the section says so. The peers are
 matched by model shape. A figure that cannot be computed is printed as UNKNOWN, never guessed.
 Standard library only.
 """
@@ -33,7 +33,8 @@ RUNS_ANCHOR = "<!-- bench-report:runs (newest first; scripts/bench_report.py ins
 INTRO = """Sweeps of DESIGN.md section 6 on the GPU machine, each section written by
 `scripts/bench_report.py` from the files one `scripts/bench` run left in its output folders: the hz-bench
 reports, the ceilings measured by `hz-ceilings` in the same call, the transformers peer
-(`scripts/bench_peer.py`) and the artifact summaries. Definitions: [bench.md](bench.md) ("The roofline").
+(`scripts/bench_peer.py`), the llama.cpp peer where one ran (`scripts/bench_llamacpp.py`) and the artifact
+summaries. Definitions: [bench.md](bench.md) ("The roofline").
 Every rate is given with its ratio to a ceiling or to the peer measured in the same run."""
 UNKNOWN = "UNKNOWN"
 
@@ -186,7 +187,7 @@ def staged_bound_gbps(ceil, blob_bytes, piecewise, rounds):
     return sum(n * r for n, r in rounds) * blob_bytes / secs * 1e-9 if secs > 0 else None
 
 
-def run_figures(rep, run, mb, ceil, peer):
+def run_figures(rep, run, mb, ceil, peer, llama=None):
     """Every figure of one residency, with its ratios. Keys whose inputs are missing hold None."""
     p = rep["protocol"]
     det = run["requests_detail"]
@@ -290,6 +291,15 @@ def run_figures(rep, run, mb, ceil, peer):
             f["peer_best_tok_s"], f["peer_best_variant"] = best["pooled_decode_tok_s"], best["experts_implementation"]
     f["x_peer_default"] = pooled / f["peer_default_tok_s"] if pooled and f["peer_default_tok_s"] else None
     f["x_peer_best"] = pooled / f["peer_best_tok_s"] if pooled and f["peer_best_tok_s"] else None
+    # The llama.cpp peer: llama-bench's decode (tg) rate per GGUF variant of the same checkpoint.
+    for v in ("experts-q4_0", "q4_0"):
+        key = "llamacpp_" + v.replace("-", "_")
+        tg = None
+        for e in (llama or {}).get("variants", []):
+            if e.get("variant") == v and e.get("status") == "ok" and is_num(e.get("tg_tok_s")):
+                tg = e["tg_tok_s"]
+        f[key + "_tok_s"] = tg
+        f["x_" + key] = pooled / tg if pooled and tg else None
     return f
 
 
@@ -420,6 +430,29 @@ def ceilings_lines(ceil, borrowed):
     return out + table(["ceiling", "bytes", "GB/s", "note"], rows)
 
 
+def llamacpp_lines(llama, arch):
+    """The llama.cpp peer's lines; none where no scripts/bench_llamacpp.py report matched the shape."""
+    if not llama:
+        return []
+    pr, lc = llama["protocol"], llama.get("llama_cpp", {})
+    build = f"build {lc.get('build_number', '?')} ({lc.get('build_commit', '?')})"
+    out = [f"Peer ({arch}): llama.cpp llama-bench, {build}, backends {lc.get('backends', UNKNOWN)}, flash attention "
+           f"{lc.get('flash_attn', UNKNOWN)}, {lc.get('gpu_info', UNKNOWN)}, {llama['date_utc']}: the same checkpoint "
+           f"written as GGUF by scripts/bench_llamacpp.py; decode = llama-bench's tg{pr['tokens']} after "
+           f"{pr['depth']} positions (mean context {pr['mean_context']:.0f}), batch 1, random token ids, "
+           f"{pr['reps']} repetitions; prompt = pp{pr['prompt']} at the same depth. experts-q4_0: the bytes "
+           "Horizon moves (non-routed FP16, routed experts Q4_0, 4.5 bits per weight); q4_0: every matrix but "
+           "the embedding in Q4_0 (fewer bytes per token than Horizon moves).", ""]
+    rows = []
+    for v in llama["variants"]:
+        if v.get("status") != "ok":
+            rows.append([v["variant"], v.get("status", UNKNOWN), "", "", ""])
+            continue
+        rows.append([v["variant"], fmt(v.get("gguf_bytes"), "{:.2f}", 1e9), fmt(v.get("tg_tok_s")),
+                     fmt(v.get("tg_stddev_tok_s")), fmt(v.get("pp_tok_s"), "{:,.0f}")])
+    return out + table(["GGUF", "file GB", "decode t/s", "stddev", f"prompt (pp{pr['prompt']}) t/s"], rows)
+
+
 def peer_lines(peer, arch):
     if not peer:
         return [f"Peer ({arch}): UNKNOWN (no scripts/bench_peer.py report for this shape among the inputs)."]
@@ -482,6 +515,7 @@ def sweep_lines(arch, figs):
                      pct(f["decode_fraction"]), fmt(f["bound_decode_tok_s"]), pct(f["bound_fraction"]),
                      ratio(f["x_peer_default"]),
                      ratio(f["x_peer_best"]) + (f" ({f['peer_best_variant']})" if f["peer_best_variant"] else ""),
+                     ratio(f["x_llamacpp_experts_q4_0"]), ratio(f["x_llamacpp_q4_0"]),
                      fmt(f["overall_output_tok_s"]), fmt(f["ttft_mean_s"], "{:,.1f}", 1e-3),
                      fmt(f["response_mean_s"], "{:,.1f}", 1e-3), pct(f["block_spread"])])
         mp = f["miss_path_gbps"]
@@ -510,9 +544,10 @@ def sweep_lines(arch, figs):
            "bound = the decode rate if the decode steps' HBM bytes moved at the read ceiling and the H2D bytes "
            "of the decode phase at the pinned H2D ceiling, one after the other (equal to the roofline at full "
            "residency); % bound = decode / bound; x peer = decode / the peer's pooled decode (default experts, "
-           "and the fastest variant).", ""]
+           "and the fastest variant); x llama.cpp = decode / llama-bench's decode rate on the GGUF with Horizon's "
+           "bytes (experts-q4_0) and on the all-Q4_0 GGUF (UNKNOWN where no llama.cpp peer ran).", ""]
     out += table(["executor", "residency", "transport", "blocks", "decode t/s", "% roofline", "bound t/s", "% bound",
-                  "x peer (default)", "x peer (best)", "output t/s", "TTFT ms", "response ms", "spread"], rows)
+                  "x peer (default)", "x peer (best)", "x llama.cpp (experts-q4_0)", "x llama.cpp (q4_0)", "output t/s", "TTFT ms", "response ms", "spread"], rows)
     out += ["", f"Cache and miss path ({arch}). hit = all measured acquires, decode hit = the decode phase's "
                 "(- where the window made no acquire: a full-residency cuda model holds its rows); H2D MB = the "
                 "cache's H2D bytes over all measured requests; "
@@ -540,6 +575,8 @@ def build_section(found, run_id):
         raise SystemExit("bench_report: no hz-bench report (tool \"hz-bench\") among the inputs")
     ceilings = found.get("hz-ceilings", [])
     peers = {peer_shape_key(p[2]): p[2] for p in sorted(found.get("hz-bench-peer", []), key=lambda x: x[2]["date_utc"])}
+    llamas = {peer_shape_key(p[2]): p[2]
+              for p in sorted(found.get("hz-bench-llamacpp", []), key=lambda x: x[2]["date_utc"])}
     summaries = {s[2]["identity"]: s[2] for s in found.get("hz-artifact-summary", [])}
     envs = found.get("hz-bench-env", [])
     dates = sorted({r[2]["date_utc"][:10] for r in reports})
@@ -572,7 +609,7 @@ def build_section(found, run_id):
                                                              if s.get("shared_expert_width") else "")
                       + f", vocab {s['vocab']}")
         summary = summaries.get(rep0["model"]["identity"])
-        peer = peers.get(key)
+        peer, llama = peers.get(key), llamas.get(key)
         lines += [f"#### {shape_text}", "", f"Artifact identity {rep0['model']['identity']}."
                   f" Protocol: {rep0['protocol']['prompts']} prompts x {rep0['protocol']['blocks']} blocks x "
                   f"{rep0['protocol']['tokens']} tokens, warm-up {rep0['protocol']['warmup_tokens']} tokens, greedy, "
@@ -587,7 +624,7 @@ def build_section(found, run_id):
                 continue
             mb = model_bytes(summary)
             for run in rep["runs"]:
-                f = run_figures(rep, run, mb, ceil, peer)
+                f = run_figures(rep, run, mb, ceil, peer, llama)
                 f["report"] = os.path.basename(path)
                 f["ceilings_borrowed"] = borrowed
                 model_figs.append((f, mb, ceil, borrowed))
@@ -599,6 +636,7 @@ def build_section(found, run_id):
                 used_ceilings.setdefault(id(ceil), (ceil, borrowed))
         lines += roofline_lines(arch, mb0, f0) + [""]
         lines += peer_lines(peer, arch) + [""]
+        lines += llamacpp_lines(llama, arch) + ([""] if llama else [])
         model_figs.sort(key=lambda x: (x[0]["executor"], -x[0]["resident"], x[0]["transport"], x[0]["report"]))
         lines += sweep_lines(arch, [x[0] for x in model_figs]) + [""]
         figures += [x[0] for x in model_figs]

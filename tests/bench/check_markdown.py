@@ -2,8 +2,8 @@
 """Checks scripts/bench_report.py on the reports scripts/bench wrote on the cpu backend (report.sh):
 
 - the section scripts/bench wrote without ceilings or peer says UNKNOWN for every ratio;
-- with a ceilings report and a peer report added (synthetic inputs: the cpu machine cannot measure
-  them), every figure of figures.json is recomputed here from the hz-bench reports and from the model
+- with a ceilings report, a peer report and a llama.cpp peer report added (synthetic inputs: the cpu
+  machine cannot measure them), every figure of figures.json is recomputed here from the hz-bench reports and from the model
   shape computed independently of the artifact (doc/format.md's inventory, doc/qpack.md's blob layout),
   and the markdown rows carry those numbers;
 - inserting into a document keeps what was there, a second run of the same inputs changes nothing, a
@@ -123,6 +123,19 @@ def synthetic_peer(shape):
                          {"experts_implementation": "eager", "status": "failed: test"}]}
 
 
+def synthetic_llamacpp(shape):
+    """A report shaped like scripts/bench_llamacpp.py's: tg 40 and 80 tok/s, one failed variant."""
+    return {"tool": "hz-bench-llamacpp", "schema": 1, "date_utc": "2026-01-01T00:00:00Z", "host": "test",
+            "llama_cpp": {"build_commit": "test", "build_number": 1, "backends": "CUDA", "flash_attn": 0,
+                          "gpu_info": "TEST GPU"},
+            "model": {"shape": shape},
+            "protocol": {"tokens": 16, "depth": 8, "prompt": 32, "reps": 2, "mean_context": 16.0},
+            "variants": [{"variant": "experts-q4_0", "status": "ok", "gguf_bytes": 2_000_000_000, "tg_tok_s": 40.0,
+                          "tg_stddev_tok_s": 0.5, "pp_tok_s": 900.0},
+                         {"variant": "q4_0", "status": "ok", "gguf_bytes": 1_000_000_000, "tg_tok_s": 80.0,
+                          "tg_stddev_tok_s": 0.25, "pp_tok_s": 1200.0}]}
+
+
 def run_report(src, dirs, doc, out, fig, extra=()):
     cmd = [sys.executable, os.path.join(src, "scripts", "bench_report.py"), "report", *dirs, "--doc", doc,
            "--out", out, "--json", fig, *extra]
@@ -190,8 +203,13 @@ def check_figures(figs, reports, summaries, ceil, peer_arch):
             check(close(f["miss_path_fraction"], mp / h2d_bw), w + ": miss-path fraction")
         else:
             check(f["miss_path_fraction"] is None, w + ": a miss-path fraction without a miss-path rate")
-        if f["model"] != peer_arch:
+        if f["model"] == peer_arch:
+            check(close(f["x_llamacpp_experts_q4_0"], pooled / 40.0) and close(f["x_llamacpp_q4_0"], pooled / 80.0),
+                  w + ": llama.cpp ratios")
+        else:
             check(f["x_peer_default"] is None and f["x_peer_best"] is None, w + ": a peer ratio without a peer")
+            check(f["x_llamacpp_experts_q4_0"] is None and f["x_llamacpp_q4_0"] is None,
+                  w + ": a llama.cpp ratio without a llama.cpp peer")
         for ph in ("prefill", "decode"):
             c = run["cache"][f"measured_{ph}"]
             want = c["miss_transfer_bytes"] / c["miss_transfer_seconds"] / 1e9 if c["miss_transfer_seconds"] else None
@@ -232,6 +250,9 @@ def check_rows(md, figs):
               f"{key} response ms {rates.get('response ms')}, expected {f['response_mean_s'] * 1e3:,.1f}")
         check(cache.get("H2D MB") == "{:,.1f}".format(f["h2d_bytes"] / 1e6),
               f"{key} H2D MB {cache.get('H2D MB')}, expected {f['h2d_bytes'] / 1e6:,.1f}")
+        want = "{:.2f}x".format(f["x_llamacpp_experts_q4_0"]) if f["x_llamacpp_experts_q4_0"] else "UNKNOWN"
+        check(rates.get("x llama.cpp (experts-q4_0)") == want,
+              f"{key} x llama.cpp {rates.get('x llama.cpp (experts-q4_0)')}, expected {want}")
         rss = f["rss_peak_bytes"]
         check(cache.get("RSS GiB") == ("{:.2f}".format(rss / 2**30) if isinstance(rss, (int, float)) else rss),
               f"{key} RSS GiB {cache.get('RSS GiB')}, expected {rss}")
@@ -288,6 +309,8 @@ def main():
     shape = dict(benches[0]["model"]["shape"])
     with open(os.path.join(d1, "peer.json"), "w") as f:
         json.dump(synthetic_peer(shape), f)
+    with open(os.path.join(d1, "llamacpp.json"), "w") as f:
+        json.dump(synthetic_llamacpp(shape), f)
     doc = os.path.join(a.work, "doc.md")
     original = "# Benchmarks\n\n## Something else\n\nkept as it was.\n"
     with open(doc, "w") as f:
@@ -305,6 +328,9 @@ def main():
           "the pipelined round's row is missing or wrong")
     check("pipelined round, 8 x blob_test, 3 threads, 1 waves each | 8,388,608 | 24.5 | each blob's H2D while"
           in sec1, "the multi-blob pipelined round's row is missing or wrong")
+    check("| experts-q4_0 | 2.00 | 40.0 | 0.5 | 900 |" in sec1 and "| q4_0 | 1.00 | 80.0 | 0.2 | 1,200 |" in sec1
+          and f"Peer ({shape['architecture']}): llama.cpp llama-bench, build 1 (test)" in sec1,
+          "the llama.cpp peer's lines are missing or wrong")
     check_figures(figs, named, summaries, ceil, shape["architecture"])
     check_rows(sec1, [f for f in figs if f["model"] == shape["architecture"]])
 

@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""A second peer of the performance contract: llama.cpp's llama-bench on the same random-weight shape as
+hz-bench, on the same GPU, in the same run (doc/bench.md "The llama.cpp peer").
+
+    bench_llamacpp.py --checkpoint DIR --llama-bench PATH --work DIR --out REPORT.json
+                      [--variants experts-q4_0,q4_0] [--tokens 128] [--depth 64] [--prompt 512]
+                      [--reps 5] [--artifact-identity HEX] [--gguf-only]
+
+DIR is the BF16 checkpoint hz-mkmodel wrote (config.json + safetensors), the one hz-pack converted. This
+script writes it as GGUF files itself (numpy only; llama.cpp's converter needs a tokenizer, which a
+random-weight checkpoint does not have, so the GGUF says tokenizer model "none" with the vocabulary's
+size), one per variant:
+  experts-q4_0  the bytes Horizon moves: attention, router, shared expert, embedding and lm_head in
+                FP16, the routed experts in Q4_0 (4.5 bits per weight; Horizon's INT4 rows carry 4.06);
+  q4_0          every matrix in Q4_0 except the embedding (FP16): what a llama.cpp user quantizing to
+                Q4_0 runs; it moves fewer bytes per token than Horizon.
+Norm weights and biases are FP32. Q4_0 blocks are 32 values along a row: an FP16 scale d = max|x| / 7
+and 16 bytes of 4-bit codes q (value = (q - 8) d; byte j holds value j in its low nibble and value
+j + 16 in its high nibble).
+
+Then `llama-bench -m GGUF -ngl 99 -p PROMPT -n TOKENS -d DEPTH -r REPS -o json` per variant:
+llama.cpp's own decode test (tg: one token per llama_decode, batch 1, random token ids, after DEPTH
+positions already in the KV cache) and prompt test (pp), with every other setting at llama-bench's
+default (flash attention "auto", CUDA graphs on). The tg rate is the peer of hz-bench's pooled decode;
+the mean context of the tg test is DEPTH + TOKENS / 2 (hz-bench's is the mean prompt length + 64).
+
+Exit status 0 when every variant ran; 1 otherwise (each failure is recorded in the report).
+"""
+import argparse
+import datetime
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+GGUF_ALIGN = 32
+GGUF_U32, GGUF_F32, GGUF_STRING = 4, 6, 8  # gguf_type values (ggml/include/gguf.h)
+GGML_F32, GGML_F16, GGML_Q4_0 = 0, 1, 2    # ggml_type values (ggml/include/ggml.h)
+Q4_0_BLOCK, Q4_0_BYTES = 32, 18
+VARIANTS = ("experts-q4_0", "q4_0")
+
+
+# ---- the checkpoint: safetensors read with numpy ------------------------------------------------------
+
+class Checkpoint:
+    """The tensors of a safetensors checkpoint (one file or an index), mapped, BF16/F16/F32 to float32."""
+
+    def __init__(self, d):
+        self.dir = d
+        idx = os.path.join(d, "model.safetensors.index.json")
+        files = sorted(set(json.load(open(idx))["weight_map"].values())) if os.path.exists(idx) \
+            else ["model.safetensors"]
+        self.where = {}
+        for fn in files:
+            path = os.path.join(d, fn)
+            with open(path, "rb") as f:
+                n = struct.unpack("<Q", f.read(8))[0]
+                if n > 100 << 20:
+                    raise ValueError(f"{path}: a safetensors header of {n} bytes")
+                hdr = json.loads(f.read(n))
+            mm = np.memmap(path, dtype=np.uint8, mode="r")
+            for name, t in hdr.items():
+                if name != "__metadata__":
+                    self.where[name] = (mm, 8 + n, t)
+
+    def get(self, name):
+        if name not in self.where:
+            raise KeyError(f"{self.dir}: no tensor '{name}'")
+        mm, base, t = self.where[name]
+        b, e = t["data_offsets"]
+        raw = mm[base + b: base + e]
+        shape = tuple(t["shape"])
+        if t["dtype"] == "BF16":
+            return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(shape)
+        if t["dtype"] == "F16":
+            return raw.view(np.float16).astype(np.float32).reshape(shape)
+        if t["dtype"] == "F32":
+            return raw.view(np.float32).reshape(shape).copy()
+        raise ValueError(f"{self.dir}: tensor '{name}' has dtype {t['dtype']} (BF16, F16 or F32 expected)")
+
+
+# ---- conversions ---------------------------------------------------------------------------------------
+
+def q4_0(x):
+    """float32 [..., K] (K a multiple of 32) -> the Q4_0 blocks as uint8 [..., K / 32 * 18]."""
+    lead, k = x.shape[:-1], x.shape[-1]
+    if k % Q4_0_BLOCK:
+        raise ValueError(f"a row of {k} values is not a whole number of Q4_0 blocks")
+    b = x.reshape(-1, Q4_0_BLOCK)
+    d = np.abs(b).max(axis=1, keepdims=True) / 7.0
+    inv = np.divide(1.0, d, out=np.zeros_like(d), where=d > 0)
+    q = (np.clip(np.rint(b * inv), -8, 7) + 8).astype(np.uint8)
+    out = np.empty((b.shape[0], Q4_0_BYTES), dtype=np.uint8)
+    out[:, :2] = d.astype(np.float16).view(np.uint8).reshape(-1, 2)
+    out[:, 2:] = q[:, :16] | (q[:, 16:] << 4)
+    return out.reshape(*lead, k // Q4_0_BLOCK * Q4_0_BYTES)
+
+
+def encode(x, gtype):
+    if gtype == GGML_F32:
+        return np.ascontiguousarray(x, dtype=np.float32)
+    if gtype == GGML_F16:
+        return np.ascontiguousarray(x, dtype=np.float16)
+    return q4_0(np.ascontiguousarray(x, dtype=np.float32))
+
+
+def nbytes(shape, gtype):
+    n = int(np.prod(shape))
+    return n * 4 if gtype == GGML_F32 else n * 2 if gtype == GGML_F16 else n // Q4_0_BLOCK * Q4_0_BYTES
+
+
+# ---- the model as GGUF tensors -------------------------------------------------------------------------
+
+def read_config(ckpt):
+    with open(os.path.join(ckpt, "config.json")) as f:
+        cfg = json.load(f)
+    arch = cfg["model_type"]
+    if arch not in ("olmoe", "qwen2_moe"):
+        raise ValueError(f"{ckpt}: model_type '{arch}' (olmoe or qwen2_moe)")
+    theta = cfg.get("rope_theta")
+    if theta is None:
+        theta = (cfg.get("rope_parameters") or {}).get("rope_theta", 10000.0)
+    c = {"arch": arch, "layers": cfg["num_hidden_layers"], "hidden": cfg["hidden_size"],
+         "heads": cfg["num_attention_heads"], "kv_heads": cfg.get("num_key_value_heads", cfg["num_attention_heads"]),
+         "experts": cfg.get("num_experts", cfg.get("num_local_experts")), "top_k": cfg["num_experts_per_tok"],
+         "vocab": cfg["vocab_size"], "eps": cfg["rms_norm_eps"], "theta": float(theta),
+         "ctx": cfg.get("max_position_embeddings", 4096)}
+    if arch == "olmoe":
+        c["expert_width"] = cfg["intermediate_size"]
+        c["shared_width"] = 0
+    else:
+        c["expert_width"] = cfg["moe_intermediate_size"]
+        c["shared_width"] = cfg["shared_expert_intermediate_size"]
+    return c
+
+
+def plan(c, variant):
+    """[(gguf name, numpy shape, ggml type, how to build the values)], in file order."""
+    dense = GGML_Q4_0 if variant == "q4_0" else GGML_F16
+    h, kv = c["hidden"], c["hidden"] // c["heads"] * c["kv_heads"]
+    out = [("token_embd.weight", (c["vocab"], h), GGML_F16, "model.embed_tokens.weight")]
+    for L in range(c["layers"]):
+        p, b = f"model.layers.{L}.", f"blk.{L}."
+        out += [(b + "attn_norm.weight", (h,), GGML_F32, p + "input_layernorm.weight"),
+                (b + "attn_q.weight", (h, h), dense, p + "self_attn.q_proj.weight"),
+                (b + "attn_k.weight", (kv, h), dense, p + "self_attn.k_proj.weight"),
+                (b + "attn_v.weight", (kv, h), dense, p + "self_attn.v_proj.weight"),
+                (b + "attn_output.weight", (h, h), dense, p + "self_attn.o_proj.weight")]
+        if c["arch"] == "olmoe":
+            out += [(b + "attn_q_norm.weight", (h,), GGML_F32, p + "self_attn.q_norm.weight"),
+                    (b + "attn_k_norm.weight", (kv,), GGML_F32, p + "self_attn.k_norm.weight")]
+        else:
+            out += [(b + "attn_q.bias", (h,), GGML_F32, p + "self_attn.q_proj.bias"),
+                    (b + "attn_k.bias", (kv,), GGML_F32, p + "self_attn.k_proj.bias"),
+                    (b + "attn_v.bias", (kv,), GGML_F32, p + "self_attn.v_proj.bias")]
+        E, w = c["experts"], c["expert_width"]
+        out += [(b + "ffn_norm.weight", (h,), GGML_F32, p + "post_attention_layernorm.weight"),
+                (b + "ffn_gate_inp.weight", (E, h), GGML_F16, p + "mlp.gate.weight"),
+                (b + "ffn_gate_exps.weight", (E, w, h), GGML_Q4_0, ("experts", p, "gate_proj")),
+                (b + "ffn_up_exps.weight", (E, w, h), GGML_Q4_0, ("experts", p, "up_proj")),
+                (b + "ffn_down_exps.weight", (E, h, w), GGML_Q4_0, ("experts", p, "down_proj"))]
+        if c["shared_width"]:
+            s = c["shared_width"]
+            out += [(b + "ffn_gate_inp_shexp.weight", (h,), GGML_F32, p + "mlp.shared_expert_gate.weight"),
+                    (b + "ffn_gate_shexp.weight", (s, h), dense, p + "mlp.shared_expert.gate_proj.weight"),
+                    (b + "ffn_up_shexp.weight", (s, h), dense, p + "mlp.shared_expert.up_proj.weight"),
+                    (b + "ffn_down_shexp.weight", (h, s), dense, p + "mlp.shared_expert.down_proj.weight")]
+    out += [("output_norm.weight", (h,), GGML_F32, "model.norm.weight"),
+            ("output.weight", (c["vocab"], h), dense, "lm_head.weight")]
+    return out
+
+
+def values(ck, src, shape):
+    if isinstance(src, tuple):
+        _, p, proj = src
+        x = np.stack([ck.get(f"{p}mlp.experts.{e}.{proj}.weight") for e in range(shape[0])])
+    else:
+        x = ck.get(src)
+    if x.size != int(np.prod(shape)):
+        raise ValueError(f"tensor for {src}: {x.shape}, expected {shape}")
+    return x.reshape(shape)
+
+
+def gguf_string(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def gguf_kv(key, gtype, v):
+    body = gguf_string(v) if gtype == GGUF_STRING else struct.pack("<I" if gtype == GGUF_U32 else "<f", v)
+    return gguf_string(key) + struct.pack("<I", gtype) + body
+
+
+def write_gguf(ckpt, c, variant, path):
+    arch = "olmoe" if c["arch"] == "olmoe" else "qwen2moe"
+    kvs = [("general.architecture", GGUF_STRING, arch),
+           ("general.name", GGUF_STRING, f"horizon random-weight {c['arch']} ({variant})"),
+           (f"{arch}.context_length", GGUF_U32, c["ctx"]),
+           (f"{arch}.embedding_length", GGUF_U32, c["hidden"]),
+           (f"{arch}.block_count", GGUF_U32, c["layers"]),
+           (f"{arch}.feed_forward_length", GGUF_U32, c["shared_width"] or c["expert_width"]),
+           (f"{arch}.attention.head_count", GGUF_U32, c["heads"]),
+           (f"{arch}.attention.head_count_kv", GGUF_U32, c["kv_heads"]),
+           (f"{arch}.rope.freq_base", GGUF_F32, c["theta"]),
+           (f"{arch}.attention.layer_norm_rms_epsilon", GGUF_F32, c["eps"]),
+           (f"{arch}.expert_count", GGUF_U32, c["experts"]),
+           (f"{arch}.expert_used_count", GGUF_U32, c["top_k"]),
+           (f"{arch}.vocab_size", GGUF_U32, c["vocab"]),
+           ("tokenizer.ggml.model", GGUF_STRING, "none")]
+    if c["shared_width"]:
+        kvs += [(f"{arch}.expert_feed_forward_length", GGUF_U32, c["expert_width"]),
+                (f"{arch}.expert_shared_feed_forward_length", GGUF_U32, c["shared_width"])]
+    tensors = plan(c, variant)
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs))
+    head += b"".join(gguf_kv(*kv) for kv in kvs)
+    offset = 0
+    for name, shape, gtype, _ in tensors:
+        head += gguf_string(name) + struct.pack("<I", len(shape))
+        head += b"".join(struct.pack("<Q", d) for d in reversed(shape))  # ggml's ne: innermost first
+        head += struct.pack("<IQ", gtype, offset)
+        offset += -(-nbytes(shape, gtype) // GGUF_ALIGN) * GGUF_ALIGN
+    ck = Checkpoint(ckpt)
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(head + b"\0" * (-len(head) % GGUF_ALIGN))
+            for name, shape, gtype, src in tensors:
+                data = encode(values(ck, src, shape), gtype).tobytes()
+                if len(data) != nbytes(shape, gtype):
+                    raise AssertionError(f"{name}: {len(data)} bytes, planned {nbytes(shape, gtype)}")
+                f.write(data + b"\0" * (-len(data) % GGUF_ALIGN))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return offset
+
+
+# ---- llama-bench ---------------------------------------------------------------------------------------
+
+def run_llama_bench(exe, gguf, a):
+    cmd = [exe, "-m", gguf, "-ngl", "99", "-p", str(a.prompt), "-n", str(a.tokens), "-d", str(a.depth),
+           "-r", str(a.reps), "-o", "json"]
+    print("bench_llamacpp: " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=a.timeout)
+    sys.stderr.write(p.stderr[-4000:])
+    if p.returncode != 0:
+        raise RuntimeError(f"llama-bench exited with {p.returncode}: {p.stderr.strip()[-300:]}")
+    rows = json.loads(p.stdout)
+    if not isinstance(rows, list) or not rows:
+        raise RuntimeError("llama-bench printed no results")
+    return cmd, rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--checkpoint", required=True)
+    ap.add_argument("--llama-bench", default=None, help="llama-bench built with CUDA (not needed with --gguf-only)")
+    ap.add_argument("--work", required=True, help="where the GGUF files go (kept; remade when the checkpoint is newer)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--depth", type=int, default=64)
+    ap.add_argument("--prompt", type=int, default=512)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--artifact-identity", default=None)
+    ap.add_argument("--gguf-only", action="store_true", help="write the GGUF files and stop")
+    a = ap.parse_args()
+    variants = [v for v in a.variants.split(",") if v]
+    bad = [v for v in variants if v not in VARIANTS]
+    if bad or not variants:
+        ap.error(f"--variants: unknown {bad} (known: {', '.join(VARIANTS)})")
+    if not a.gguf_only and not (a.llama_bench and os.access(a.llama_bench, os.X_OK)):
+        ap.error(f"--llama-bench: '{a.llama_bench}' is not an executable")
+    c = read_config(a.checkpoint)
+    os.makedirs(a.work, exist_ok=True)
+    report = {"tool": "hz-bench-llamacpp", "schema": 1,
+              "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "host": socket.gethostname(),
+              "model": {"checkpoint": os.path.abspath(a.checkpoint), "artifact_identity": a.artifact_identity or "UNKNOWN",
+                        "shape": {"architecture": c["arch"], "layers": c["layers"], "experts": c["experts"],
+                                  "top_k": c["top_k"], "hidden": c["hidden"], "expert_width": c["expert_width"],
+                                  "shared_expert_width": c["shared_width"], "vocab": c["vocab"]}},
+              "protocol": {"tokens": a.tokens, "depth": a.depth, "prompt": a.prompt, "reps": a.reps, "batch": 1,
+                           "tg": "llama-bench's decode test: one random token id per llama_decode after depth "
+                                 "positions in the KV cache; rate = tokens / the test's seconds",
+                           "mean_context": a.depth + a.tokens / 2},
+              "variants": []}
+    ck_time = max(os.path.getmtime(os.path.join(a.checkpoint, f)) for f in os.listdir(a.checkpoint))
+    failed = 0
+    for v in variants:
+        entry = {"variant": v}
+        try:
+            gguf = os.path.join(a.work, f"{c['arch']}-{v}.gguf")
+            if not os.path.exists(gguf) or os.path.getmtime(gguf) < ck_time:
+                t = time.perf_counter()
+                size = write_gguf(a.checkpoint, c, v, gguf)
+                entry["gguf_seconds"] = time.perf_counter() - t
+                print(f"bench_llamacpp: {gguf}: {size / 1e9:.2f} GB of tensors in {entry['gguf_seconds']:.0f} s",
+                      flush=True)
+            entry["gguf"] = gguf
+            entry["gguf_bytes"] = os.path.getsize(gguf)
+            if not a.gguf_only:
+                entry["command"], entry["results"] = run_llama_bench(a.llama_bench, gguf, a)
+                for r in entry["results"]:
+                    kind = "tg" if r.get("n_gen", 0) > 0 else "pp"
+                    entry[f"{kind}_tok_s"] = r.get("avg_ts")
+                    entry[f"{kind}_stddev_tok_s"] = r.get("stddev_ts")
+                first = entry["results"][0]
+                for k in ("build_commit", "build_number", "gpu_info", "backends", "flash_attn", "n_batch"):
+                    if k in first:
+                        report.setdefault("llama_cpp", {})[k] = first[k]
+                print(f"bench_llamacpp: {v}: tg {entry.get('tg_tok_s')} tok/s, pp {entry.get('pp_tok_s')} tok/s",
+                      flush=True)
+            entry["status"] = "ok"
+        except Exception as e:  # recorded, and the next variant still runs
+            entry["status"] = f"failed: {type(e).__name__}: {str(e)[:300]}"
+            failed += 1
+            print(f"bench_llamacpp: {v}: {entry['status']}", flush=True)
+        report["variants"].append(entry)
+    tmp = f"{a.out}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(report, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, a.out)
+    print(f"bench_llamacpp: {len(variants) - failed} of {len(variants)} variants ran; report {a.out}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
