@@ -12,7 +12,7 @@ trap 'rm -rf "$w"' EXIT
 fail() { echo "report: FAIL: $*" >&2; exit 1; }
 
 bash "$src/scripts/bench" --tiny --device cpu --executors reference --quick --build "$build" --work "$w/work" \
-    --out "$w/out" --models olmoe,qwen --steps models,ceilings,peer,sweep,transports,table,report \
+    --out "$w/out" --models olmoe,qwen --steps models,ceilings,peer,llamacpp,sweep,transports,table,report \
     --transports serial,threaded,threaded-whole,registered,threaded+prefetch --transport-residency 4 \
     >"$w/log.txt" 2>&1 ||
     { tail -40 "$w/log.txt"; fail "scripts/bench exited $?"; }
@@ -25,6 +25,7 @@ for f in env.json model-olmoe.json model-qwen.json benchmarks-section.md figures
     [ -f "$w/out/$f" ] || fail "scripts/bench left no $f"
 done
 grep -q 'ceilings: SKIPPED (device cpu)' "$w/log.txt" || fail "the ceilings step was not skipped on cpu"
+grep -q 'llamacpp-olmoe: SKIPPED (device cpu)' "$w/log.txt" || fail "the llamacpp step was not skipped on cpu"
 # The checkpoint is deleted once no peer can use it (no cpu peer): only the artifacts stay.
 [ ! -d "$w/work/tiny/olmoe-ckpt" ] || fail "the checkpoint was kept"
 python3 "$check" "$w/out/bench-olmoe-reference-threaded-quick-tiny.json" --prompts 2 --blocks 1 --tokens 16 \
