@@ -61,8 +61,8 @@ typedef struct pack_ctx {
     nr_item *nr;
     uint64_t n_nr;
     uint64_t n_experts; /* expert items after the chunks (0 when planning stopped at a bad tensor) */
-    hz_expert_layout L;
-    uint64_t proj_n; /* values per projection: hidden x expert_inter */
+    hz_expert_layout L; /* set by expert_sizes, with its arithmetic checked */
+    uint64_t proj_n;    /* values per projection: hidden x expert_inter */
 } pack_ctx;
 
 static void usage(FILE *f) {
@@ -150,6 +150,56 @@ static int find_nonrouted(const pack_ctx *c, const hz_tensor_spec *s, const hz_s
     return check_shape(t, s->ndim, s->shape[0], s->shape[1]);
 }
 
+/* The checkpoint tensor for projection p (gate, up, down) of layer l's expert e, or an error naming it. */
+static int find_expert(const pack_ctx *c, uint32_t l, uint32_t e, int p, const hz_st_tensor **out) {
+    char name[HZ_TENSOR_NAME_MAX];
+    hz_expert_tensor_name(name, l, e, p);
+    const hz_st_tensor *t = hz_st_find(c->set, name);
+    *out = t;
+    if (!t) return hz_error(HZ_EFORMAT, "tensor '%s' is missing from the checkpoint", name);
+    return p < 2 ? check_shape(t, 2, c->cfg.expert_inter, c->cfg.hidden)
+                 : check_shape(t, 2, c->cfg.hidden, c->cfg.expert_inter);
+}
+
+/* Every routed expert's three tensors, looked up and shape-checked from the parsed headers alone (no
+ * tensor data is read). run() calls this before creating the outputs and before anything is sized from
+ * config.json's expert width: a width that disagrees with the checkpoint must fail as that, naming the
+ * tensor and both shapes, not as whatever allocating buffers for an absurd width does (HZ_ENOMEM, or a
+ * long stall paging) once the workers would have found it. */
+static int check_experts(const pack_ctx *c) {
+    for (uint32_t l = 0; l < c->cfg.layers; l++)
+        for (uint32_t e = 0; e < c->cfg.experts; e++)
+            for (int p = 0; p < 3; p++) {
+                const hz_st_tensor *t;
+                int rc = find_expert(c, l, e, p, &t);
+                if (rc) return rc;
+            }
+    return HZ_OK;
+}
+
+static const char *expert_width_key(hz_arch arch) {
+    return arch == HZ_ARCH_OLMOE ? "intermediate_size" : "moe_intermediate_size";
+}
+
+/* The expert layout and the per-projection value count that convert() sizes its buffers by. The widths
+ * already match the checkpoint (check_experts), but a header may declare tensors far larger than
+ * memory, and a wrapped size would allocate a small buffer that the quantizer then overruns, so the
+ * arithmetic is checked here, once: hz_qmat_shape keeps K padded to a multiple of 256 in 32 bits, and
+ * the export's three FP32 projections (12 bytes a value) are the largest product. With those two
+ * bounds the blob (about 1.5 bytes a value, plus padding of at most 255 values a row) cannot wrap. */
+static int expert_sizes(pack_ctx *c) {
+    const uint32_t h = c->cfg.hidden, n = c->cfg.expert_inter, kmax = UINT32_MAX - (HZ_QBLOCK - 1);
+    uint64_t deq_bytes;
+    if (h > kmax || n > kmax || !hz_mul_ok((uint64_t)h * n, 3 * sizeof(float), &deq_bytes))
+        return hz_error(HZ_ERANGE,
+                        "config.json: hidden_size %u and %s %u (the checkpoint's expert shapes) are too large "
+                        "to convert: each must be at most %u and hidden_size x %s x 12 bytes must fit 64 bits",
+                        h, expert_width_key(c->cfg.arch), n, kmax, expert_width_key(c->cfg.arch));
+    c->proj_n = (uint64_t)h * n;
+    hz_expert_layout_init(&c->L, h, n);
+    return HZ_OK;
+}
+
 /* Elements per non-routed chunk: the raw chunk fits CHUNK_BYTES even for f32. */
 #define CHUNK_ELEMS ((uint64_t)CHUNK_BYTES / 4u)
 
@@ -225,18 +275,14 @@ static void dequant_proj(const uint8_t *blob, const hz_qmat_shape *sh, uint64_t 
 /* Builds the blob hz_expert_pack builds (padding zeroed, each projection quantized into its part under
  * the same name), but one projection at a time, so a worker needs one projection of FP32 scratch
  * instead of three: with many cores that is the difference between a few hundred MB and over a GB.
- * Every tensor is looked up and shape-checked before any is read. */
+ * check_experts vetted every tensor before the run; the lookup checks again, as it costs nothing and
+ * keeps the buffers below safe whoever calls this. */
 static int compute_expert(const pack_ctx *c, uint32_t l, uint32_t e, pack_slot *slot, float *x) {
     const hz_expert_layout *L = &c->L;
     const hz_st_tensor *t[3];
     uint64_t src_bytes = 0;
     for (int p = 0; p < 3; p++) {
-        char name[HZ_TENSOR_NAME_MAX];
-        hz_expert_tensor_name(name, l, e, p);
-        t[p] = hz_st_find(c->set, name);
-        if (!t[p]) return hz_error(HZ_EFORMAT, "tensor '%s' is missing from the checkpoint", name);
-        int rc = p < 2 ? check_shape(t[p], 2, c->cfg.expert_inter, c->cfg.hidden)
-                       : check_shape(t[p], 2, c->cfg.hidden, c->cfg.expert_inter);
+        int rc = find_expert(c, l, e, p, &t[p]);
         if (rc) return rc;
         src_bytes += t[p]->nbytes;
     }
@@ -306,12 +352,11 @@ static int consume_item(void *ctx, uint64_t index, void *slot_ptr) {
 
 /* Runs the plan through the worker pool. The window is twice the workers, so each worker has a result
  * queued while the writer drains; with the export each slot also holds three FP32 projections, so the
- * window shrinks to one slot per worker plus one. */
+ * window shrinks to one slot per worker plus one. The sizes come from expert_sizes, which run() has
+ * called, after check_experts, so none of the products below can wrap. */
 static int convert(pack_ctx *c, uint32_t n_specs) {
     int rc = plan(c, n_specs);
     if (rc) return rc;
-    hz_expert_layout_init(&c->L, c->cfg.hidden, c->cfg.expert_inter);
-    c->proj_n = (uint64_t)c->cfg.hidden * c->cfg.expert_inter;
 
     unsigned threads = c->threads;
     unsigned window = c->ew ? threads + 1 : 2 * threads;
@@ -460,6 +505,9 @@ static int run(const char *model_dir, const char *out, const char *export_path, 
     hz_dtype src = HZ_DTYPE_BF16;
     if (by_dtype[HZ_DTYPE_F16] > by_dtype[src]) src = HZ_DTYPE_F16;
     if (by_dtype[HZ_DTYPE_F32] > by_dtype[src]) src = HZ_DTYPE_F32;
+
+    /* before anything is created or sized from the expert width (the export's header declares it) */
+    if ((rc = check_experts(c)) || (rc = expert_sizes(c))) goto done;
 
     char source_id[HZ_IDENTITY_HEX_BYTES];
     if ((rc = hz_source_identity(c->set, source_id))) goto done;

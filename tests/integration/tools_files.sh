@@ -3,7 +3,9 @@
 # index), another output (however either is spelt) or something
 # that is not a regular file; a failed run leaves what was at its output paths as it was; a FIFO given
 # as an input is refused at once; hz-mkmodel run again in a directory leaves one checkpoint there; a
-# config with absurd counts is refused before anything is allocated for them.
+# config with absurd counts is refused before anything is allocated for them; an expert width the
+# checkpoint's expert tensors do not have, or a missing expert tensor, is refused from the headers
+# before any output is created or any buffer is sized from that width.
 # usage: tools_files.sh HZ_MKMODEL HZ_PACK HZ_INSPECT
 set -eu
 mkmodel=$1 pack=$2 inspect=$3
@@ -88,4 +90,40 @@ cp "$w/m/model.safetensors" "$w/big/"
 sed 's/"num_hidden_layers":[[:space:]]*[0-9]*/"num_hidden_layers": 4294967295/' "$w/m/config.json" >"$w/big/config.json"
 grep -q 4294967295 "$w/big/config.json" || fail "the test could not edit config.json"
 expect_fail "at most 4096 layers" "$pack" "$w/big" "$w/big.hzq" --quiet
+
+# 6. the routed experts' tensors are checked against config.json before anything is created or sized
+# from the expert width. expect_refused NEEDLE DIR: refused with an HZ_EFORMAT naming the tensor (one
+# line: not an out-of-memory error, nor a sanitizer's report), artifact and export absent, no temporary
+# left; and with the artifact's directory missing, the same message: the check comes before the
+# outputs are created.
+expect_refused() {
+    expect_fail "$1" "$pack" "$2" "$w/bad.hzq" --export-dequantized "$w/bad.st" --quiet
+    grep -q "^hz-pack: HZ_EFORMAT: " "$w/err" && test "$(wc -l <"$w/err")" -eq 1 ||
+        { cat "$w/err" >&2; fail "not one HZ_EFORMAT line: $2"; }
+    test ! -e "$w/bad.hzq" && test ! -e "$w/bad.st" || fail "a refused run left an output: $2"
+    no_temp_left "$w"
+    expect_fail "$1" "$pack" "$2" "$w/no/such/dir/bad.hzq" --quiet
+}
+# copy_with_width SRC DST KEY VALUE: the checkpoint SRC (every file) with config.json's KEY set to VALUE
+copy_with_width() {
+    mkdir "$2" && cp "$1"/* "$2/"
+    sed "s/\"$3\":[[:space:]]*[0-9]*/\"$3\": $4/" "$1/config.json" >"$2/config.json"
+    grep -q "\"$3\": $4" "$2/config.json" || fail "the test could not set $3 in $2/config.json"
+}
+gate0="tensor 'model.layers.0.mlp.experts.0.gate_proj.weight'"
+# olmoe (expert width 256): a wrong width, and one that would ask for terabytes per buffer
+copy_with_width "$w/m" "$w/w512" intermediate_size 512
+expect_refused "$gate0: shape \[256, 256\] in the checkpoint, the config needs \[512, 256\]" "$w/w512"
+copy_with_width "$w/m" "$w/wmax" intermediate_size 4294967295
+expect_refused "$gate0: shape \[256, 256\] in the checkpoint, the config needs \[4294967295, 256\]" "$w/wmax"
+# qwen2_moe (moe_intermediate_size 320; the shared expert's intermediate_size stays right), sharded
+copy_with_width "$w/q" "$w/qmax" moe_intermediate_size 4294967295
+ls "$w/qmax" | grep -q 'model-00001-of-' || fail "the qwen2_moe checkpoint is not sharded"
+expect_refused "$gate0: shape \[320, 256\] in the checkpoint, the config needs \[4294967295, 256\]" "$w/qmax"
+# the last expert tensor of the sequence missing (renamed in the header: the data stays in place)
+last="model.layers.1.mlp.experts.7.down_proj.weight"
+mkdir "$w/miss" && cp "$w/m/config.json" "$w/miss/"
+LC_ALL=C sed "s/$last/${last%t}x/" "$w/m/model.safetensors" >"$w/miss/model.safetensors"
+cmp -s "$w/m/model.safetensors" "$w/miss/model.safetensors" && fail "the test could not rename $last"
+expect_refused "tensor '$last' is missing from the checkpoint" "$w/miss"
 echo "tools_files: OK"
