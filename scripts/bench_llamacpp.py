@@ -27,6 +27,7 @@ the mean context of the tg test is DEPTH + TOKENS / 2 (hz-bench's is the mean pr
 Exit status 0 when every variant ran; 1 otherwise (each failure is recorded in the report).
 """
 import argparse
+import concurrent.futures
 import datetime
 import json
 import os
@@ -109,6 +110,13 @@ def encode(x, gtype):
     return q4_0(np.ascontiguousarray(x, dtype=np.float32))
 
 
+def encode_rows(pool, x, gtype, rows_per_part=4096):
+    """encode() over parts of rows on the pool (numpy releases the GIL), the bytes in row order."""
+    m = x.reshape(-1, x.shape[-1]) if x.ndim > 1 else x.reshape(1, -1)
+    parts = [m[i:i + rows_per_part] for i in range(0, m.shape[0], rows_per_part)]
+    return b"".join(e.tobytes() for e in pool.map(lambda part: encode(part, gtype), parts))
+
+
 def nbytes(shape, gtype):
     n = int(np.prod(shape))
     return n * 4 if gtype == GGML_F32 else n * 2 if gtype == GGML_F16 else n // Q4_0_BLOCK * Q4_0_BYTES
@@ -175,10 +183,14 @@ def plan(c, variant):
     return out
 
 
-def values(ck, src, shape):
+def values(ck, src, shape, pool):
     if isinstance(src, tuple):
         _, p, proj = src
-        x = np.stack([ck.get(f"{p}mlp.experts.{e}.{proj}.weight") for e in range(shape[0])])
+        x = np.empty(shape, dtype=np.float32)
+
+        def one(e):
+            x[e] = ck.get(f"{p}mlp.experts.{e}.{proj}.weight")
+        list(pool.map(one, range(shape[0])))
     else:
         x = ck.get(src)
     if x.size != int(np.prod(shape)):
@@ -196,7 +208,8 @@ def gguf_kv(key, gtype, v):
     return gguf_string(key) + struct.pack("<I", gtype) + body
 
 
-def write_gguf(ckpt, c, variant, path):
+def gguf_head(c, variant):
+    """The header of one variant's file (everything before the tensor data) and its tensor plan."""
     arch = "olmoe" if c["arch"] == "olmoe" else "qwen2moe"
     kvs = [("general.architecture", GGUF_STRING, arch),
            ("general.name", GGUF_STRING, f"horizon random-weight {c['arch']} ({variant})"),
@@ -224,23 +237,43 @@ def write_gguf(ckpt, c, variant, path):
         head += b"".join(struct.pack("<Q", d) for d in reversed(shape))  # ggml's ne: innermost first
         head += struct.pack("<IQ", gtype, offset)
         offset += -(-nbytes(shape, gtype) // GGUF_ALIGN) * GGUF_ALIGN
+    return head + b"\0" * (-len(head) % GGUF_ALIGN), tensors, offset
+
+
+def write_ggufs(ckpt, c, targets, threads):
+    """Writes {variant: path} in one pass over the checkpoint: the variants list the same tensors in the
+    same order and differ only in types, so each tensor is read once and each type encoded once. Each
+    file is written beside its name and renamed into place when complete. Returns {variant: bytes}."""
+    heads = {v: gguf_head(c, v) for v in targets}
+    order = [(n, shape, src) for n, shape, _, src in next(iter(heads.values()))[1]]
     ck = Checkpoint(ckpt)
-    tmp = f"{path}.tmp.{os.getpid()}"
+    files, tmps = {}, {v: f"{p}.tmp.{os.getpid()}" for v, p in targets.items()}
     try:
-        with open(tmp, "wb") as f:
-            f.write(head + b"\0" * (-len(head) % GGUF_ALIGN))
-            for name, shape, gtype, src in tensors:
-                data = encode(values(ck, src, shape), gtype).tobytes()
-                if len(data) != nbytes(shape, gtype):
-                    raise AssertionError(f"{name}: {len(data)} bytes, planned {nbytes(shape, gtype)}")
-                f.write(data + b"\0" * (-len(data) % GGUF_ALIGN))
+        for v in targets:
+            files[v] = open(tmps[v], "wb")
+            files[v].write(heads[v][0])
+        with concurrent.futures.ThreadPoolExecutor(max_workers=threads) as pool:
+            for i, (name, shape, src) in enumerate(order):
+                x = values(ck, src, shape, pool)
+                done = {}
+                for v, f in files.items():
+                    gtype = heads[v][1][i][2]
+                    if gtype not in done:
+                        done[gtype] = encode_rows(pool, x, gtype)
+                        if len(done[gtype]) != nbytes(shape, gtype):
+                            raise AssertionError(f"{name}: {len(done[gtype])} bytes, planned {nbytes(shape, gtype)}")
+                    f.write(done[gtype] + b"\0" * (-len(done[gtype]) % GGUF_ALIGN))
+        for v, f in files.items():
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+            f.close()
+            os.replace(tmps[v], targets[v])
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return offset
+        for v, f in files.items():
+            f.close()
+            if os.path.exists(tmps[v]):
+                os.unlink(tmps[v])
+    return {v: heads[v][2] for v in targets}
 
 
 # ---- llama-bench ---------------------------------------------------------------------------------------
@@ -271,6 +304,8 @@ def main():
     ap.add_argument("--prompt", type=int, default=512)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--threads", type=int, default=min(16, os.cpu_count() or 1),
+                    help="threads converting the checkpoint (default: the CPUs, at most 16)")
     ap.add_argument("--artifact-identity", default=None)
     ap.add_argument("--gguf-only", action="store_true", help="write the GGUF files and stop")
     a = ap.parse_args()
@@ -295,17 +330,26 @@ def main():
                            "mean_context": a.depth + a.tokens / 2},
               "variants": []}
     ck_time = max(os.path.getmtime(os.path.join(a.checkpoint, f)) for f in os.listdir(a.checkpoint))
+    paths = {v: os.path.join(a.work, f"{c['arch']}-{v}.gguf") for v in variants}
+    stale = {v: p for v, p in paths.items() if not os.path.exists(p) or os.path.getmtime(p) < ck_time}
+    gguf_error = None
+    if stale:
+        t = time.perf_counter()
+        try:
+            sizes = write_ggufs(a.checkpoint, c, stale, a.threads)
+            report["gguf_seconds"] = time.perf_counter() - t
+            print(f"bench_llamacpp: {', '.join(stale.values())}: "
+                  f"{', '.join(f'{b / 1e9:.2f}' for b in sizes.values())} GB of tensors in "
+                  f"{report['gguf_seconds']:.0f} s ({a.threads} threads)", flush=True)
+        except Exception as e:  # every variant records it below
+            gguf_error = f"writing the GGUF files: {type(e).__name__}: {str(e)[:300]}"
     failed = 0
     for v in variants:
         entry = {"variant": v}
         try:
-            gguf = os.path.join(a.work, f"{c['arch']}-{v}.gguf")
-            if not os.path.exists(gguf) or os.path.getmtime(gguf) < ck_time:
-                t = time.perf_counter()
-                size = write_gguf(a.checkpoint, c, v, gguf)
-                entry["gguf_seconds"] = time.perf_counter() - t
-                print(f"bench_llamacpp: {gguf}: {size / 1e9:.2f} GB of tensors in {entry['gguf_seconds']:.0f} s",
-                      flush=True)
+            gguf = paths[v]
+            if gguf_error and v in stale:
+                raise RuntimeError(gguf_error)
             entry["gguf"] = gguf
             entry["gguf_bytes"] = os.path.getsize(gguf)
             if not a.gguf_only:
