@@ -26,9 +26,15 @@
  *    cache and model created on them (a device also every event), a cache must outlive its models, a
  *    model its sessions. Destroy
  *    calls that would leave live children return HZ_EBUSY and destroy nothing.
- *  - Options. Options structs start with `struct_size`; fill them with the matching *_init function
+ *  - Options. Options structs start with `struct_size`; fill them with the matching *_init macro
  *    (or pass NULL for the defaults). The library reads only the fields it knows, so a program built
  *    against an older header keeps working with a newer library of the same major version.
+ *    hz_X_init(p) is a macro for hz_X_init_sized(p, sizeof(hz_X)): it passes the struct's size as the
+ *    caller's header knows it, and the library fills defaults into those bytes only, never past them
+ *    (a newer library's struct may be larger). The exported functions named hz_X_init themselves
+ *    (declared with the name in parentheses, so that the macro does not apply) are the compatibility
+ *    entry points for binaries built before the macros: they fill sizeof as the library knows it.
+ *    Both kinds touch only *p (NULL: nothing) and may be called from any thread.
  *  - Threading. Unless a function says otherwise, distinct handles may be used from distinct threads
  *    at the same time, and one handle may not be used by two threads at once.
  *
@@ -129,8 +135,19 @@ typedef struct hz_backing_options {
     uint32_t flags;       /* HZ_BACKING_* */
 } hz_backing_options;
 
-/* Fills `opts` with the defaults. */
-void hz_backing_options_init(hz_backing_options *opts);
+/* Fills the first `size` bytes of *opts with the defaults (flags 0) and sets its struct_size to
+ * `size`. Pass sizeof of the caller's struct (the hz_backing_options_init macro does). Writes nothing
+ * past `size`: a struct from an older, smaller header gets only the fields it has; bytes past the
+ * fields this library knows (a newer header's) are zeroed, which means their old behaviour. Does
+ * nothing when `opts` is NULL or `size` is below sizeof(uint32_t) (the struct_size field itself) or
+ * above UINT32_MAX. Cannot fail. Touches only *opts (nothing is retained); any thread. */
+void hz_backing_options_init_sized(hz_backing_options *opts, size_t size);
+/* Compatibility entry point for binaries built before hz_backing_options_init became a macro:
+ * hz_backing_options_init_sized(opts, sizeof(hz_backing_options) as the library knows it). New code
+ * gets the macro. */
+void (hz_backing_options_init)(hz_backing_options *opts);
+/* Fills *opts with the defaults; struct_size = sizeof as the caller's header knows it. */
+#define hz_backing_options_init(opts) hz_backing_options_init_sized((opts), sizeof(hz_backing_options))
 
 /* Opens the artifact at `path`, validates its header, manifest, inventory, layout, per-blob checksums
  * and whole-artifact identity, copies everything into process-owned memory (every page touched before
@@ -253,7 +270,20 @@ typedef struct hz_cache_options {
     int32_t prefetch;
 } hz_cache_options;
 
-void hz_cache_options_init(hz_cache_options *opts);
+/* Fills the first `size` bytes of *opts with the defaults (every field 0: all experts resident, LRU
+ * eviction, serial transport, prefetch off) and sets its struct_size to `size`. Pass sizeof of the
+ * caller's struct (the hz_cache_options_init macro does). Writes nothing past `size`: a struct from an
+ * older, smaller header gets only the fields it has; bytes past the fields this library knows (a newer
+ * header's) are zeroed, which means their old behaviour. Does nothing when `opts` is NULL or `size` is
+ * below sizeof(uint32_t) (the struct_size field itself) or above UINT32_MAX. Cannot fail. Touches only
+ * *opts (nothing is retained); any thread. */
+void hz_cache_options_init_sized(hz_cache_options *opts, size_t size);
+/* Compatibility entry point for binaries built before hz_cache_options_init became a macro:
+ * hz_cache_options_init_sized(opts, sizeof(hz_cache_options) as the library knows it). New code gets
+ * the macro. */
+void (hz_cache_options_init)(hz_cache_options *opts);
+/* Fills *opts with the defaults; struct_size = sizeof as the caller's header knows it. */
+#define hz_cache_options_init(opts) hz_cache_options_init_sized((opts), sizeof(hz_cache_options))
 
 /* Allocates all device memory (capacity x layers published rows plus the spare rows, and the pinned
  * staging) and publishes generation 1 with the initial placement, copied from the backing.
@@ -338,7 +368,20 @@ typedef struct hz_model_options {
     const char *executor;
 } hz_model_options;
 
-void hz_model_options_init(hz_model_options *opts);
+/* Fills the first `size` bytes of *opts with the defaults (executor NULL = "auto") and sets its
+ * struct_size to `size`. Pass sizeof of the caller's struct (the hz_model_options_init macro does).
+ * Writes nothing past `size`: a struct from an older, smaller header gets only the fields it has;
+ * bytes past the fields this library knows (a newer header's) are zeroed, which means their old
+ * behaviour. Does nothing when `opts` is NULL or `size` is below sizeof(uint32_t) (the struct_size
+ * field itself) or above UINT32_MAX. Cannot fail. Touches only *opts (nothing is retained); any
+ * thread. */
+void hz_model_options_init_sized(hz_model_options *opts, size_t size);
+/* Compatibility entry point for binaries built before hz_model_options_init became a macro:
+ * hz_model_options_init_sized(opts, sizeof(hz_model_options) as the library knows it). New code gets
+ * the macro. */
+void (hz_model_options_init)(hz_model_options *opts);
+/* Fills *opts with the defaults; struct_size = sizeof as the caller's header knows it. */
+#define hz_model_options_init(opts) hz_model_options_init_sized((opts), sizeof(hz_model_options))
 
 /* Creates a model from a backing, placing the non-routed FP16 weights on the device and serving routed
  * experts through `cache`, which must have been created on the same backing and device.
@@ -363,8 +406,24 @@ typedef struct hz_model_info {
     int32_t bos_token; /* -1 when none */
 } hz_model_info;
 
-/* Fills `out` (set out->struct_size first, or use hz_model_info_init). */
-void hz_model_info_init(hz_model_info *info);
+/* Fills the first `size` bytes of *info with the defaults (zeros) and sets its struct_size to `size`.
+ * Pass sizeof of the caller's struct (the hz_model_info_init macro does). Writes nothing past `size`:
+ * a struct from an older, smaller header gets only the fields it has; bytes past the fields this
+ * library knows (a newer header's) are zeroed, which means their old behaviour. Does nothing when
+ * `info` is NULL or `size` is below sizeof(uint32_t) (the struct_size field itself) or above
+ * UINT32_MAX. Cannot fail. Touches only *info (nothing is retained); any thread. */
+void hz_model_info_init_sized(hz_model_info *info, size_t size);
+/* Compatibility entry point for binaries built before hz_model_info_init became a macro:
+ * hz_model_info_init_sized(info, sizeof(hz_model_info) as the library knows it). New code gets the
+ * macro. */
+void (hz_model_info_init)(hz_model_info *info);
+/* Fills *info with the defaults; struct_size = sizeof as the caller's header knows it. */
+#define hz_model_info_init(info) hz_model_info_init_sized((info), sizeof(hz_model_info))
+
+/* Fills `out` (set out->struct_size first, or use the hz_model_info_init macro): writes exactly
+ * min(out->struct_size, the library's sizeof(hz_model_info)) bytes, struct_size included (set to that
+ * count), and nothing past them. Errors: HZ_EINVAL (NULL, or struct_size below sizeof(uint32_t)).
+ * Read-only on the model; safe alongside its sessions. */
 int hz_model_get_info(const hz_model *model, hz_model_info *out);
 
 /* JSON: architecture, config, executor, precision declaration (checkpoint dtype, routed INT4 block and
@@ -376,7 +435,20 @@ typedef struct hz_session_options {
     uint32_t max_context; /* tokens of KV cache; 0 = the model's maximum */
 } hz_session_options;
 
-void hz_session_options_init(hz_session_options *opts);
+/* Fills the first `size` bytes of *opts with the defaults (max_context 0 = the model's) and sets its
+ * struct_size to `size`. Pass sizeof of the caller's struct (the hz_session_options_init macro does).
+ * Writes nothing past `size`: a struct from an older, smaller header gets only the fields it has;
+ * bytes past the fields this library knows (a newer header's) are zeroed, which means their old
+ * behaviour. Does nothing when `opts` is NULL or `size` is below sizeof(uint32_t) (the struct_size
+ * field itself) or above UINT32_MAX. Cannot fail. Touches only *opts (nothing is retained); any
+ * thread. */
+void hz_session_options_init_sized(hz_session_options *opts, size_t size);
+/* Compatibility entry point for binaries built before hz_session_options_init became a macro:
+ * hz_session_options_init_sized(opts, sizeof(hz_session_options) as the library knows it). New code
+ * gets the macro. */
+void (hz_session_options_init)(hz_session_options *opts);
+/* Fills *opts with the defaults; struct_size = sizeof as the caller's header knows it. */
+#define hz_session_options_init(opts) hz_session_options_init_sized((opts), sizeof(hz_session_options))
 
 typedef struct hz_sampler_options {
     uint32_t struct_size;
@@ -386,7 +458,20 @@ typedef struct hz_sampler_options {
     uint64_t seed;
 } hz_sampler_options;
 
-void hz_sampler_options_init(hz_sampler_options *opts);
+/* Fills the first `size` bytes of *opts with the defaults (greedy: temperature 0, top_k 0, top_p 1,
+ * seed 0) and sets its struct_size to `size`. Pass sizeof of the caller's struct (the
+ * hz_sampler_options_init macro does). Writes nothing past `size`: a struct from an older, smaller
+ * header gets only the fields it has; bytes past the fields this library knows (a newer header's) are
+ * zeroed, which means their old behaviour. Does nothing when `opts` is NULL or `size` is below
+ * sizeof(uint32_t) (the struct_size field itself) or above UINT32_MAX. Cannot fail. Touches only *opts
+ * (nothing is retained); any thread. */
+void hz_sampler_options_init_sized(hz_sampler_options *opts, size_t size);
+/* Compatibility entry point for binaries built before hz_sampler_options_init became a macro:
+ * hz_sampler_options_init_sized(opts, sizeof(hz_sampler_options) as the library knows it). New code
+ * gets the macro. */
+void (hz_sampler_options_init)(hz_sampler_options *opts);
+/* Fills *opts with the defaults; struct_size = sizeof as the caller's header knows it. */
+#define hz_sampler_options_init(opts) hz_sampler_options_init_sized((opts), sizeof(hz_sampler_options))
 
 /* Creates a session (FP16 KV cache of max_context tokens, position 0, greedy sampler).
  * Errors: HZ_EINVAL, HZ_ERANGE (max_context above the model's), HZ_ENOMEM, HZ_EDEVICE. */
@@ -405,8 +490,10 @@ uint32_t hz_session_position(const hz_session *session);
  * Errors: HZ_EINVAL (n == 0, NULL), HZ_ERANGE (a token outside the vocabulary, or position + n above
  * max_context; nothing is run), HZ_EFAULTED, HZ_EDEVICE, HZ_ENOMEM, HZ_ECAPACITY (a miss needs rows
  * that only leases of the calling thread, or of threads waiting for that miss, pin: see
- * hz_generation_acquire). After any error the position has not moved and no logits are readable;
- * after HZ_ENOMEM or HZ_ECAPACITY the call may be repeated. */
+ * hz_generation_acquire). After any error the position has not moved. After an error while running
+ * (HZ_EFAULTED, HZ_EDEVICE, HZ_ENOMEM, HZ_ECAPACITY) no logits are readable until the next successful
+ * run; a call refused for its arguments (HZ_EINVAL, HZ_ERANGE: nothing is run) keeps the earlier
+ * logits readable. After HZ_ENOMEM or HZ_ECAPACITY the call may be repeated. */
 int hz_prefill(hz_session *session, const int32_t *tokens, uint32_t n, int32_t *out_next);
 
 /* Runs one token at the current position, leaves its logits readable, and samples the next token.

@@ -42,10 +42,18 @@ struct hz_host_backing {
     atomic_uint children;
 };
 
-void hz_backing_options_init(hz_backing_options *opts) {
-    if (!opts) return;
-    memset(opts, 0, sizeof *opts);
-    opts->struct_size = (uint32_t)sizeof *opts;
+HZ_EXPORT void hz_backing_options_init_sized(hz_backing_options *opts, size_t size) {
+    hz_backing_options d;
+    memset(&d, 0, sizeof d);
+    hz_options_fill(opts, size, &d, sizeof d);
+}
+
+/* The compatibility entry point for programs built before hz_backing_options_init became a macro
+ * (horizon.h; the parentheses keep the macro from applying): fills sizeof as this library knows it,
+ * which is the size in those programs' headers (0.1.0). Should the struct grow, this must keep filling
+ * the 0.1.0 size (doc/abi.md; tests/unit/core/test_options.c pins it). */
+HZ_EXPORT void (hz_backing_options_init)(hz_backing_options *opts) {
+    hz_backing_options_init_sized(opts, sizeof *opts);
 }
 
 /* ---------------------------------------------------------------------------------------------------

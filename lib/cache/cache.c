@@ -27,13 +27,21 @@ const char *hz_row_state_name(int state) {
     }
 }
 
-void hz_cache_options_init(hz_cache_options *opts) {
-    if (!opts) return;
-    memset(opts, 0, sizeof *opts);
-    opts->struct_size = sizeof *opts;
-    opts->eviction = HZ_EVICT_LRU;
-    opts->transport = HZ_TRANSPORT_SERIAL;
-    opts->prefetch = HZ_PREFETCH_OFF;
+HZ_EXPORT void hz_cache_options_init_sized(hz_cache_options *opts, size_t size) {
+    hz_cache_options d;
+    memset(&d, 0, sizeof d);
+    d.eviction = HZ_EVICT_LRU;
+    d.transport = HZ_TRANSPORT_SERIAL;
+    d.prefetch = HZ_PREFETCH_OFF;
+    hz_options_fill(opts, size, &d, sizeof d);
+}
+
+/* The compatibility entry point for programs built before hz_cache_options_init became a macro
+ * (horizon.h; the parentheses keep the macro from applying): fills sizeof as this library knows it,
+ * which is the size in those programs' headers (0.1.0). Should the struct grow, this must keep filling
+ * the 0.1.0 size (doc/abi.md; tests/unit/core/test_options.c pins it). */
+HZ_EXPORT void (hz_cache_options_init)(hz_cache_options *opts) {
+    hz_cache_options_init_sized(opts, sizeof *opts);
 }
 
 /* The message is written once, before the state flips, and never again: readers that see FAULTED

@@ -84,6 +84,14 @@ static inline uint64_t hz_align_up(uint64_t v, uint64_t a) { return (v + a - 1) 
  * [min, max]; 0 otherwise, *out untouched (the caller's default stands). */
 int hz_env_u32(const char *name, uint32_t min, uint32_t max, uint32_t *out);
 
+/* The body of every public hz_*_init_sized: `defaults` is the complete default struct as this library
+ * knows it (`known` bytes, starting with the uint32_t struct_size). Copies its first min(size, known)
+ * bytes to `dst`, zeroes dst's bytes from `known` up to `size` (fields of a newer header that this
+ * library does not know: zero is their old behaviour) and stores `size` in dst's struct_size. Never
+ * writes past dst + size. Does nothing when dst is NULL or size is below sizeof(uint32_t) (the
+ * struct_size field itself) or above UINT32_MAX (struct_size could not hold it). */
+void hz_options_fill(void *dst, size_t size, const void *defaults, size_t known);
+
 /* Monotonic clock in seconds. */
 double hz_now_seconds(void);
 

@@ -18,16 +18,32 @@
 #define HZ_GPU_PATH 0
 #endif
 
-HZ_EXPORT void hz_model_options_init(hz_model_options *opts) {
-    if (!opts) return;
-    memset(opts, 0, sizeof *opts);
-    opts->struct_size = (uint32_t)sizeof *opts;
+HZ_EXPORT void hz_model_options_init_sized(hz_model_options *opts, size_t size) {
+    hz_model_options d;
+    memset(&d, 0, sizeof d);
+    hz_options_fill(opts, size, &d, sizeof d);
 }
 
-HZ_EXPORT void hz_model_info_init(hz_model_info *info) {
-    if (!info) return;
-    memset(info, 0, sizeof *info);
-    info->struct_size = (uint32_t)sizeof *info;
+/* The compatibility entry point for programs built before hz_model_options_init became a macro
+ * (horizon.h; the parentheses keep the macro from applying): fills sizeof as this library knows it,
+ * which is the size in those programs' headers (0.1.0). Should the struct grow, this must keep filling
+ * the 0.1.0 size (doc/abi.md; tests/unit/core/test_options.c pins it). */
+HZ_EXPORT void (hz_model_options_init)(hz_model_options *opts) {
+    hz_model_options_init_sized(opts, sizeof *opts);
+}
+
+HZ_EXPORT void hz_model_info_init_sized(hz_model_info *info, size_t size) {
+    hz_model_info d;
+    memset(&d, 0, sizeof d);
+    hz_options_fill(info, size, &d, sizeof d);
+}
+
+/* The compatibility entry point for programs built before hz_model_info_init became a macro (horizon.h;
+ * the parentheses keep the macro from applying): fills sizeof as this library knows it, which is the
+ * size in those programs' headers (0.1.0). Should the struct grow, this must keep filling the 0.1.0 size
+ * (doc/abi.md; tests/unit/core/test_options.c pins it). */
+HZ_EXPORT void (hz_model_info_init)(hz_model_info *info) {
+    hz_model_info_init_sized(info, sizeof *info);
 }
 
 /* Binds a non-routed tensor by its Hugging Face name, checking its shape (d1 == 0: one dimension). */

@@ -10,20 +10,36 @@
 #include "forward_cuda.h"
 #endif
 
-HZ_EXPORT void hz_session_options_init(hz_session_options *opts) {
-    if (!opts) return;
-    memset(opts, 0, sizeof *opts);
-    opts->struct_size = (uint32_t)sizeof *opts;
+HZ_EXPORT void hz_session_options_init_sized(hz_session_options *opts, size_t size) {
+    hz_session_options d;
+    memset(&d, 0, sizeof d);
+    hz_options_fill(opts, size, &d, sizeof d);
 }
 
-HZ_EXPORT void hz_sampler_options_init(hz_sampler_options *opts) {
-    if (!opts) return;
-    memset(opts, 0, sizeof *opts);
-    opts->struct_size = (uint32_t)sizeof *opts;
-    opts->temperature = 0.0f;
-    opts->top_k = 0;
-    opts->top_p = 1.0f;
-    opts->seed = 0;
+/* The compatibility entry point for programs built before hz_session_options_init became a macro
+ * (horizon.h; the parentheses keep the macro from applying): fills sizeof as this library knows it,
+ * which is the size in those programs' headers (0.1.0). Should the struct grow, this must keep filling
+ * the 0.1.0 size (doc/abi.md; tests/unit/core/test_options.c pins it). */
+HZ_EXPORT void (hz_session_options_init)(hz_session_options *opts) {
+    hz_session_options_init_sized(opts, sizeof *opts);
+}
+
+HZ_EXPORT void hz_sampler_options_init_sized(hz_sampler_options *opts, size_t size) {
+    hz_sampler_options d;
+    memset(&d, 0, sizeof d);
+    d.temperature = 0.0f;
+    d.top_k = 0;
+    d.top_p = 1.0f;
+    d.seed = 0;
+    hz_options_fill(opts, size, &d, sizeof d);
+}
+
+/* The compatibility entry point for programs built before hz_sampler_options_init became a macro
+ * (horizon.h; the parentheses keep the macro from applying): fills sizeof as this library knows it,
+ * which is the size in those programs' headers (0.1.0). Should the struct grow, this must keep filling
+ * the 0.1.0 size (doc/abi.md; tests/unit/core/test_options.c pins it). */
+HZ_EXPORT void (hz_sampler_options_init)(hz_sampler_options *opts) {
+    hz_sampler_options_init_sized(opts, sizeof *opts);
 }
 
 static void session_free(hz_session *s) {

@@ -101,3 +101,58 @@ def test_build_script_cdef_parses(build_script):
     text = build_script.header_cdef(str(HEADER))
     assert "HZ_EFORMAT = -4" in text
     FFI().cdef(text)
+
+
+# --- options structs: filled by hz_X_init_sized with this package's sizeof ------------------------------
+
+OPTION_STRUCTS = ["hz_backing_options", "hz_cache_options", "hz_model_options", "hz_model_info",
+                  "hz_session_options", "hz_sampler_options"]
+
+
+def test_init_sized_writes_only_the_size_given():
+    for ctype in OPTION_STRUCTS:
+        size = ffi.sizeof(ctype)
+        for given in (4, size // 2, size):
+            buf = ffi.new("uint64_t[]", (size + 32) // 8)  # 8-byte aligned
+            raw = ffi.cast("unsigned char *", buf)
+            ffi.memmove(raw, b"\xa5" * (size + 32), size + 32)
+            getattr(lib, ctype + "_init_sized")(ffi.cast(ctype + " *", buf), given)
+            data = bytes(ffi.buffer(raw, size + 32))
+            assert int.from_bytes(data[:4], sys.byteorder) == given, ctype
+            assert data[given:] == b"\xa5" * (size + 32 - given), f"{ctype}: bytes past {given} written"
+        buf = ffi.new(ctype + " *")
+        buf.struct_size = 77
+        getattr(lib, ctype + "_init_sized")(buf, 3)  # below the struct_size field: nothing
+        assert buf.struct_size == 77
+
+
+class _RecordingLib:
+    """The package's `lib` with the options initialisers recorded."""
+
+    def __init__(self, real):
+        self._real, self.calls = real, []
+
+    def __getattr__(self, name):
+        fn = getattr(self._real, name)
+        if not name.endswith(("_init", "_init_sized")):
+            return fn
+
+        def recorded(*args):
+            self.calls.append((name, args[1:]))
+            return fn(*args)
+        return recorded
+
+
+def test_options_are_filled_with_the_package_sizeof(artifact, monkeypatch):
+    """The Pythonic layer fills every options struct through hz_X_init_sized with ffi.sizeof of the struct
+    this package was compiled with, never through hz_X_init (the library's sizeof, which a newer library
+    could make larger than the package's struct)."""
+    from horizon import _api
+    rec = _RecordingLib(_api.lib)
+    monkeypatch.setattr(_api, "lib", rec)
+    with horizon.load(artifact, device="cpu") as m, m.session() as s:
+        s.set_sampler(top_k=2)
+    names = {name for name, _ in rec.calls}
+    assert names == {c + "_init_sized" for c in OPTION_STRUCTS}, names
+    for name, rest in rec.calls:
+        assert rest == (ffi.sizeof(name[:-len("_init_sized")]),), (name, rest)

@@ -149,3 +149,75 @@ def test_deferred_destroy_that_cannot_happen_keeps_the_handle_closed(artifact):
     d.close()
     assert d._freed
     b.close()
+
+
+def test_placement_is_checked_like_the_integer_options(artifact):
+    """Each expert id of `placement` is an int in uint32 range: TypeError for what is not an int (a bool,
+    a float, a nested list), ValueError outside the range, as for capacity and the other options."""
+    with horizon.Backing(artifact) as b, horizon.Device("cpu") as d:
+        layers = b.describe()["config"]["num_hidden_layers"]
+        good = [0, 1] * layers
+        for i, bad in ((0, -1), (1, 2**32), (0, -2**70)):
+            p = list(good)
+            p[i] = bad
+            with pytest.raises(ValueError, match=rf"placement\[{i}\] = {bad} does not fit its C type uint32_t"):
+                horizon.Cache(b, d, capacity=2, placement=p)
+        for i, bad in ((1, True), (0, 1.0), (0, "1"), (0, None)):
+            p = list(good)
+            p[i] = bad
+            with pytest.raises(TypeError, match=rf"placement\[{i}\].* must be an int, not {type(bad).__name__}"):
+                horizon.Cache(b, d, capacity=2, placement=p)
+        with pytest.raises(TypeError, match=r"placement\[0\].*flat, layer-major.* not list"):
+            horizon.Cache(b, d, capacity=2, placement=[[0, 1]] * layers)
+        with pytest.raises(TypeError, match="sequence of expert ids"):
+            horizon.Cache(b, d, capacity=2, placement="01" * layers)
+        with horizon.Cache(b, d, capacity=2, placement=good) as c:
+            assert c.stats()["state"] == "OK"
+        np = pytest.importorskip("numpy")
+        with horizon.Cache(b, d, capacity=2, placement=np.array(good, dtype=np.int64)) as c:
+            assert c.stats()["state"] == "OK"
+    gc.collect()
+
+
+def test_generate_checks_the_prompt_when_called(model):
+    """An empty prompt, a token outside the vocabulary or a prompt longer than the context left fail at
+    the generate() call, as prefill() would fail, not at the first next()."""
+    vocab = model.info.vocab_size
+    with model.session(max_context=8) as s:
+        with pytest.raises(horizon.InvalidArgumentError, match="no tokens"):
+            s.generate([], 3)
+        with pytest.raises(horizon.InvalidArgumentError, match="no tokens"):
+            s.generate(iter(()), 0)  # checked even when nothing would run
+        for prompt in ([1, vocab], [-1], [2**40]):
+            with pytest.raises(horizon.RangeError, match="outside the vocabulary"):
+                s.generate(prompt, 2)
+        with pytest.raises(horizon.RangeError, match="max_context 8"):
+            s.generate([1] * 9, 1)
+        assert s.position == 0  # nothing ran
+        # what prefill() itself refuses is refused the same way
+        with pytest.raises(horizon.RangeError):
+            s.prefill([vocab])
+        with pytest.raises(horizon.InvalidArgumentError):
+            s.prefill([])
+        assert len(list(s.generate([1] * 8, 1))) == 1  # exactly the context: fine
+        with pytest.raises(horizon.RangeError, match="at position 8 exceed"):
+            s.generate([1], 1)
+
+
+def test_log_level_is_checked():
+    def fn(level, text):
+        pass
+
+    try:
+        for bad in (-1, 4, 2**40):
+            with pytest.raises(ValueError, match="level must be 0 .* to 3"):
+                horizon.set_log_callback(fn, level=bad)
+            with pytest.raises(ValueError, match="level must be"):
+                horizon.set_log_callback(None, level=bad)
+        for bad in (True, 1.0, "1", None):
+            with pytest.raises(TypeError, match="level must be an int"):
+                horizon.set_log_callback(fn, level=bad)
+        for good in range(4):
+            horizon.set_log_callback(fn, level=good)
+    finally:
+        horizon.set_log_callback(None)

@@ -212,6 +212,15 @@ static void test_bad_input(void **state) {
     assert_int_equal(hz_decode_step(ss, next, &next), HZ_ERANGE); /* context full */
     assert_non_null(strstr(hz_last_error_message(), "max_context"));
     CHECK(hz_session_logits(ss, &lg, &n)); /* the last good logits stay readable */
+    /* so do they after every other refusal for the arguments (horizon.h, hz_prefill: nothing is run) */
+    const float *kept = lg;
+    float first = lg[0];
+    assert_int_equal(hz_prefill(ss, bad, 3, &next), HZ_ERANGE);
+    assert_int_equal(hz_prefill(ss, k_prompt, 0, &next), HZ_EINVAL);
+    assert_int_equal(hz_decode_step(ss, -1, &next), HZ_ERANGE);
+    CHECK(hz_session_logits(ss, &lg, &n));
+    assert_ptr_equal(lg, kept);
+    assert_true(lg[0] == first);
 
     hz_sampler_options sp;
     hz_sampler_options_init(&sp);

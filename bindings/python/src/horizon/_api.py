@@ -7,6 +7,10 @@ so each wrapper keeps strong references to its parents and counts its live child
 caller's use of a handle; the native object is destroyed once it is closed and no child needs it, then
 its parents are offered the same. Hence any close()/del/garbage-collection order is safe and close() is
 idempotent. Using a closed handle raises ClosedError.
+
+A child is counted on its parents before its C create call runs (the GIL is released during it), so a
+close() of a parent from another thread meanwhile only marks the parent closed and defers its destroy;
+the count is taken back if the create fails.
 """
 from __future__ import annotations
 
@@ -59,6 +63,32 @@ def _int(value: Any, what: str) -> int:
     return operator.index(value)
 
 
+def _options(ctype: str) -> Any:
+    """A new `ctype` struct (hz_cache_options, ...) filled with the library's defaults through
+    hz_X_init_sized and this package's sizeof of it: the library writes only the bytes the struct has as
+    this package was compiled, however large its own struct is."""
+    opts = ffi.new(ctype + " *")
+    getattr(lib, ctype + "_init_sized")(opts, ffi.sizeof(ctype))
+    return opts
+
+
+_UINT32_MAX = 2**32 - 1
+
+
+def _placement(placement: Any) -> List[int]:
+    """The expert ids of a placement: a flat, layer-major sequence of ints in uint32 range (TypeError for
+    what is not an int, ValueError outside the range, as for the integer options)."""
+    if isinstance(placement, (str, bytes, bytearray)):
+        raise TypeError(f"placement must be a sequence of expert ids, not {type(placement).__name__}")
+    ids = []
+    for i, value in enumerate(placement):
+        v = _int(value, f"placement[{i}] (a flat, layer-major list of expert ids)")
+        if not 0 <= v <= _UINT32_MAX:
+            raise ValueError(f"placement[{i}] = {v} does not fit its C type uint32_t")
+        ids.append(v)
+    return ids
+
+
 def _set_int(opts: Any, field: str, value: Any) -> None:
     """Sets an integer option field: TypeError for what is not an int, ValueError outside its C type."""
     v = _int(value, field)
@@ -84,14 +114,47 @@ class _Handle:
         self._children = 0
         self._closed = False
         self._freed = False
+        self._reserved = False  # counted on the parents (from _reserve until released)
         for p in self._parents:
             p._raw()  # a closed parent cannot take new children
 
-    def _adopt(self, ptr: Any) -> None:
+    def _reserve(self) -> Tuple[Any, ...]:
+        """Counts this object, about to be created, as a child of each parent and returns the parents'
+        native pointers; ClosedError (nothing counted) when a parent is closed. Called right before the C
+        create: the GIL is released during it, and a parent closed by another thread meanwhile must
+        defer its destroy (its count includes this create) rather than free what the create reads."""
         with self._lock:
-            self._ptr = ptr
+            ptrs = tuple(p._raw() for p in self._parents)
             for p in self._parents:
                 p._children += 1
+            self._reserved = True
+        return ptrs
+
+    def _unreserve(self) -> None:
+        """Takes back the counts of a create that failed; a parent closed meanwhile is released now."""
+        with self._lock:
+            if not self._reserved:
+                return
+            self._reserved = False
+            self._release_parents()
+
+    def _adopt(self, ptr: Any) -> None:
+        """Stores the pointer a successful create returned (the parents were counted by _reserve)."""
+        with self._lock:
+            self._ptr = ptr
+
+    def _create(self, create: Callable[..., int], out_type: str, *args: Any) -> Any:
+        """Runs the C create `create(*parents' pointers, *args, out)` with the parents reserved (counts
+        taken back if it fails or raises) and adopts the object it made; returns its pointer."""
+        out = self._ffi.new(out_type)
+        ptrs = self._reserve()
+        try:
+            check(create(*ptrs, *args, out))
+        except BaseException:
+            self._unreserve()
+            raise
+        self._adopt(out[0])
+        return out[0]
 
     def _destroy(self, ptr: Any) -> int:
         raise NotImplementedError
@@ -121,14 +184,26 @@ class _Handle:
         made through the raw layer (leases, events), which the counts do not see, still live: the object is
         then kept rather than freed under them, and `on_failure` says how the caller hears of it: "reopen"
         (the close() that failed raises and leaves the handle open), "raise" (a repeated close() raises and
-        the handle stays closed) or "warn" (the last child's close() released it: a ResourceWarning, the
-        handle stays closed, and close() on it again retries)."""
+        the handle stays closed) or, for ancestors released by a destroy (the last child's close()), one
+        ResourceWarning naming every object kept, issued after all of them were released or kept: the
+        handles stay closed, and close() on them again retries."""
+        kept: List[str] = []
+        try:
+            self._release_into(on_failure, kept)
+        finally:
+            _warn_kept(kept)
+
+    def _release_into(self, on_failure: str, kept: List[str]) -> None:
         if self._freed or not self._closed or self._children:
             return
         ptr, self._ptr = self._ptr, self._ffi.NULL
         self._freed = True
         if ptr == self._ffi.NULL:
-            return  # creation failed: nothing to destroy, no parent was counted
+            # creation failed (its counts were taken back then) or never ran
+            if self._reserved:
+                self._reserved = False
+                self._release_parents(kept)
+            return
         st = self._destroy(ptr)
         if st != 0:
             self._ptr, self._freed = ptr, False
@@ -138,12 +213,26 @@ class _Handle:
                 raise err
             if on_failure == "raise":
                 raise err
-            warnings.warn(f"horizon: the closed {self._what} is kept, not destroyed: {err}; close() it again "
-                          "once the raw-layer objects made on it are gone", ResourceWarning, stacklevel=3)
+            kept.append(f"the closed {self._what} is kept, not destroyed: {err}")
+            return
+        self._reserved = False
+        self._release_parents(kept)
+
+    def _release_parents(self, kept: Optional[List[str]] = None) -> None:
+        """Drops this object's count on every parent, then releases the parents that this left closed and
+        childless (and so on up). Nothing raises in between: an ancestor that cannot be destroyed is
+        recorded in `kept` (None: warned about here, after all of them)."""
+        if kept is None:
+            collected: List[str] = []
+            try:
+                self._release_parents(collected)
+            finally:
+                _warn_kept(collected)
             return
         for p in self._parents:
             p._children -= 1
-            p._release("warn")
+        for p in self._parents:
+            p._release_into("warn", kept)
 
     def __enter__(self):
         return self
@@ -164,6 +253,13 @@ class _Handle:
         return f"<horizon.{type(self).__name__} {state}>"
 
 
+def _warn_kept(kept: List[str]) -> None:
+    """One ResourceWarning for the objects a release had to keep (see _Handle._release)."""
+    if kept:
+        warnings.warn("horizon: " + "; ".join(kept) + "; close() them again once the raw-layer objects made "
+                      "on them are gone", ResourceWarning, stacklevel=4)
+
+
 class Backing(_Handle):
     """The immutable host backing of a .hzq artifact (hz_host_backing_open): validated and copied into
     process memory; the file is not read again."""
@@ -173,13 +269,10 @@ class Backing(_Handle):
     def __init__(self, path: PathLike, *, verify_checksums: bool = True) -> None:
         super().__init__()
         self.path = os.fsdecode(path)
-        opts = ffi.new("hz_backing_options *")
-        lib.hz_backing_options_init(opts)
+        opts = _options("hz_backing_options")
         if not verify_checksums:
             opts.flags |= lib.HZ_BACKING_SKIP_CHECKSUMS
-        out = ffi.new("hz_host_backing **")
-        check(lib.hz_host_backing_open(_path(path), opts, out))
-        self._adopt(out[0])
+        self._create(lib.hz_host_backing_open, "hz_host_backing **", _path(path), opts)
 
     def _destroy(self, ptr: Any) -> int:
         return self._lib.hz_host_backing_close(ptr)
@@ -200,9 +293,7 @@ class Device(_Handle):
 
     def __init__(self, name: str = "auto") -> None:
         super().__init__()
-        out = ffi.new("hz_device **")
-        check(lib.hz_device_open(_cstr(name, "the device name"), out))
-        self._adopt(out[0])
+        self._create(lib.hz_device_open, "hz_device **", _cstr(name, "the device name"))
 
     def _destroy(self, ptr: Any) -> int:
         return self._lib.hz_device_close(ptr)
@@ -240,7 +331,8 @@ def _by_name(table: Dict[str, int], what: str, value: Union[int, str]) -> int:
 
 class Cache(_Handle):
     """The generation cache of routed experts on a device (hz_cache_create). `capacity` is resident
-    experts per layer (0 = all); `placement` an optional layers x capacity list of expert ids;
+    experts per layer (0 = all); `placement` an optional flat, layer-major list of layers x capacity
+    expert ids (ints in uint32 range, distinct within a layer);
     `transport` a name of TRANSPORTS ("serial", "threaded", "registered") or an hz_transport value;
     `staging_threads` the threaded transport's copy threads (0 = 3/4 of the online CPUs, at most 12);
     `prefetch` a name of PREFETCH ("off", "next_layer") or an hz_prefetch value."""
@@ -255,8 +347,7 @@ class Cache(_Handle):
         _check_type(device, Device, "device")
         super().__init__((backing, device))
         self.backing, self.device = backing, device
-        opts = ffi.new("hz_cache_options *")
-        lib.hz_cache_options_init(opts)
+        opts = _options("hz_cache_options")
         _set_int(opts, "capacity", capacity)
         _set_int(opts, "spare_rows", spare_rows)
         _set_int(opts, "staging_bytes", staging_bytes)
@@ -266,13 +357,12 @@ class Cache(_Handle):
         _set_int(opts, "prefetch", _by_name(PREFETCH, "prefetch", prefetch))
         keep = None
         if placement is not None:
-            keep = ffi.new("uint32_t[]", list(placement))
+            ids = _placement(placement)
+            keep = ffi.new("uint32_t[]", ids)
             opts.initial_placement = keep
-            opts.initial_placement_count = len(keep)
-        out = ffi.new("hz_cache **")
-        check(lib.hz_cache_create(backing._raw(), device._raw(), opts, out))
+            opts.initial_placement_count = len(ids)
+        self._create(lib.hz_cache_create, "hz_cache **", opts)
         del keep  # read during creation only
-        self._adopt(out[0])
 
     def _destroy(self, ptr: Any) -> int:
         return self._lib.hz_cache_destroy(ptr)
@@ -313,16 +403,12 @@ class Model(_Handle):
         super().__init__((backing, device, cache))
         self.backing, self.device, self.cache = backing, device, cache
         self._owned: Tuple[_Handle, ...] = ()
-        opts = ffi.new("hz_model_options *")
-        lib.hz_model_options_init(opts)
+        opts = _options("hz_model_options")
         name = ffi.new("char[]", _cstr(executor, "executor")) if executor is not None else ffi.NULL
         opts.executor = name
-        out = ffi.new("hz_model **")
-        check(lib.hz_model_create(backing._raw(), device._raw(), cache._raw(), opts, out))
-        self._adopt(out[0])
-        info = ffi.new("hz_model_info *")
-        lib.hz_model_info_init(info)
-        check(lib.hz_model_get_info(out[0], info))
+        ptr = self._create(lib.hz_model_create, "hz_model **", opts)
+        info = _options("hz_model_info")
+        check(lib.hz_model_get_info(ptr, info))
         self.info = ModelInfo(info.vocab_size, info.hidden_size, info.layers, info.experts, info.top_k,
                               info.max_context, info.eos_token if info.eos_token >= 0 else None,
                               info.bos_token if info.bos_token >= 0 else None)
@@ -331,11 +417,23 @@ class Model(_Handle):
         return self._lib.hz_model_destroy(ptr)
 
     def close(self) -> None:
-        super().close()
+        """Ends the model, and the parents horizon.load() made for it. Each of them is closed even when
+        closing the model or another of them raises; the first exception is raised after all of them."""
+        first: Optional[Exception] = None
+        try:
+            super().close()
+        except Exception as e:
+            first = e
         # Parents made by horizon.load() belong to the model; closing them is deferred until the
         # model's native object is gone, so the order here does not matter.
         for h in getattr(self, "_owned", ()):
-            h.close()
+            try:
+                h.close()
+            except Exception as e:
+                if first is None:
+                    first = e
+        if first is not None:
+            raise first
 
     def describe(self) -> Dict[str, Any]:
         """Architecture, config, executor and precision declaration as a dict."""
@@ -370,12 +468,10 @@ class Session(_Handle):
         _check_type(model, Model, "model")
         super().__init__((model,))
         self.model = model
-        opts = ffi.new("hz_session_options *")
-        lib.hz_session_options_init(opts)
+        opts = _options("hz_session_options")
         _set_int(opts, "max_context", max_context)
-        out = ffi.new("hz_session **")
-        check(lib.hz_session_create(model._raw(), opts, out))
-        self._adopt(out[0])
+        self._create(lib.hz_session_create, "hz_session **", opts)
+        self._max_context = int(opts.max_context) or model.info.max_context  # as hz_session_create
         self._next = ffi.new("int32_t *")
 
     def _destroy(self, ptr: Any) -> int:
@@ -403,13 +499,29 @@ class Session(_Handle):
                  stop_at_eos: bool = False) -> Iterator[int]:
         """Prefills `prompt`, then yields up to `max_tokens` generated token ids, each fed back as the
         next input. With stop_at_eos the model's EOS token ends the stream (and is yielded). The
-        arguments and the session are checked here, before the first token is asked for (a closed
-        session raises ClosedError, a negative max_tokens ValueError); max_tokens 0 runs nothing."""
+        arguments and the session are checked here, before the first token is asked for, even when
+        max_tokens is 0 (which runs nothing): a closed session raises ClosedError, a negative max_tokens
+        ValueError, an empty prompt InvalidArgumentError, a token outside the vocabulary or a prompt
+        longer than the context left RangeError (all as prefill() would)."""
         n = _int(max_tokens, "max_tokens")
         if n < 0:
             raise ValueError(f"max_tokens must be 0 or more, not {n}")
         seq = _token_list(prompt)
         self._raw()
+        if not seq:
+            raise errors.InvalidArgumentError("generate: the prompt has no tokens", status=lib.HZ_EINVAL,
+                                              name="HZ_EINVAL", description=strerror(lib.HZ_EINVAL))
+        vocab = self.model.info.vocab_size
+        for i, t in enumerate(seq):
+            if not 0 <= t < vocab:
+                raise errors.RangeError(f"generate: prompt token {i} of {len(seq)} is {t}, outside the "
+                                        f"vocabulary [0, {vocab})", status=lib.HZ_ERANGE, name="HZ_ERANGE",
+                                        description=strerror(lib.HZ_ERANGE))
+        position = self.position
+        if len(seq) > self._max_context - position:
+            raise errors.RangeError(f"generate: {len(seq)} prompt token(s) at position {position} exceed the "
+                                    f"session's max_context {self._max_context}", status=lib.HZ_ERANGE,
+                                    name="HZ_ERANGE", description=strerror(lib.HZ_ERANGE))
         return self._generate(seq, n, stop_at_eos)
 
     def _generate(self, prompt: List[int], max_tokens: int, stop_at_eos: bool) -> Iterator[int]:
@@ -450,8 +562,7 @@ class Session(_Handle):
     def set_sampler(self, *, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
                     seed: int = 0) -> None:
         """temperature 0 = greedy (the default); top_k 0 and top_p 1 = off."""
-        opts = ffi.new("hz_sampler_options *")
-        lib.hz_sampler_options_init(opts)
+        opts = _options("hz_sampler_options")
         opts.temperature = temperature
         _set_int(opts, "top_k", top_k)
         opts.top_p = top_p
@@ -529,15 +640,19 @@ def _hz_py_log(user: Any, level: int, message: Any) -> None:
 def set_log_callback(fn: Optional[Callable[[int, str], None]], level: int = 1) -> None:
     """Routes the library's log lines at `level` or more severe (0 error .. 3 debug) to fn(level, text),
     which may be called from library threads; None silences the library (its default). Install it
-    before creating objects (the library does not synchronise it with calls in flight)."""
+    before creating objects (the library does not synchronise it with calls in flight). `level` must be
+    an int (TypeError otherwise) from 0 to 3 (ValueError otherwise), also with fn None."""
     global _log_fn
     if fn is not None and not callable(fn):
         raise TypeError(f"the log callback must be callable or None, not {type(fn).__name__}")
+    lv = _int(level, "level")
+    if not lib.HZ_LOG_ERROR <= lv <= lib.HZ_LOG_DEBUG:
+        raise ValueError(f"level must be {lib.HZ_LOG_ERROR} (errors) to {lib.HZ_LOG_DEBUG} (debug), not {lv}")
     _log_fn = fn
     if fn is None:
         lib.hz_set_log_callback(ffi.NULL, ffi.NULL, 0)
     else:
-        lib.hz_set_log_callback(lib._hz_py_log, ffi.NULL, level)
+        lib.hz_set_log_callback(lib._hz_py_log, ffi.NULL, lv)
 
 
 @atexit.register
