@@ -436,8 +436,10 @@ def llamacpp_lines(llama, arch):
         return []
     pr, lc = llama["protocol"], llama.get("llama_cpp", {})
     build = f"build {lc.get('build_number', '?')} ({lc.get('build_commit', '?')})"
+    fa = lc.get("flash_attn", UNKNOWN)
+    fa = {-1: "auto (-1: on where the build has the kernels)", 0: "off", 1: "on"}.get(fa, fa) if is_num(fa) else fa
     out = [f"Peer ({arch}): llama.cpp llama-bench, {build}, backends {lc.get('backends', UNKNOWN)}, flash attention "
-           f"{lc.get('flash_attn', UNKNOWN)}, {lc.get('gpu_info', UNKNOWN)}, {llama['date_utc']}: the same checkpoint "
+           f"{fa}, {lc.get('gpu_info', UNKNOWN)}, {llama['date_utc']}: the same checkpoint "
            f"written as GGUF by scripts/bench_llamacpp.py; decode = llama-bench's tg{pr['tokens']} after "
            f"{pr['depth']} positions (mean context {pr['mean_context']:.0f}), batch 1, random token ids, "
            f"{pr['reps']} repetitions; prompt = pp{pr['prompt']} at the same depth. experts-q4_0: the bytes "
