@@ -486,14 +486,16 @@ int hz_session_set_sampler(hz_session *session, const hz_sampler_options *opts);
 uint32_t hz_session_position(const hz_session *session);
 
 /* Runs `n` prompt tokens from the current position, leaves the logits of the last one readable, and
- * samples the next token into *out_next (out_next may be NULL).
- * Errors: HZ_EINVAL (n == 0, NULL), HZ_ERANGE (a token outside the vocabulary, or position + n above
- * max_context; nothing is run), HZ_EFAULTED, HZ_EDEVICE, HZ_ENOMEM, HZ_ECAPACITY (a miss needs rows
- * that only leases of the calling thread, or of threads waiting for that miss, pin: see
- * hz_generation_acquire). After any error the position has not moved. After an error while running
- * (HZ_EFAULTED, HZ_EDEVICE, HZ_ENOMEM, HZ_ECAPACITY) no logits are readable until the next successful
- * run; a call refused for its arguments (HZ_EINVAL, HZ_ERANGE: nothing is run) keeps the earlier
- * logits readable. After HZ_ENOMEM or HZ_ECAPACITY the call may be repeated. */
+ * samples the next token into *out_next (out_next may be NULL). out_next may point at an element of
+ * `tokens`: it is written once, after the tokens have been read, with the next token on success and 0
+ * on any error.
+ * Errors: HZ_EINVAL (n == 0, NULL), HZ_ERANGE (position + n above max_context, checked before any token
+ * is read, or a token outside the vocabulary; nothing is run), HZ_EFAULTED, HZ_EDEVICE, HZ_ENOMEM,
+ * HZ_ECAPACITY (a miss needs rows that only leases of the calling thread, or of threads waiting for that
+ * miss, pin: see hz_generation_acquire). After any error the position has not moved. After an error
+ * while running (HZ_EFAULTED, HZ_EDEVICE, HZ_ENOMEM, HZ_ECAPACITY) no logits are readable until the next
+ * successful run; a call refused for its arguments (HZ_EINVAL, HZ_ERANGE: nothing is run) keeps the
+ * earlier logits readable. After HZ_ENOMEM or HZ_ECAPACITY the call may be repeated. */
 int hz_prefill(hz_session *session, const int32_t *tokens, uint32_t n, int32_t *out_next);
 
 /* Runs one token at the current position, leaves its logits readable, and samples the next token.

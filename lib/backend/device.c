@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "core/json.h"
 
 void hz_device_child_add(hz_device *d) { atomic_fetch_add_explicit(&d->children, 1, memory_order_acq_rel); }
 
@@ -90,37 +91,35 @@ int hz_device_describe_json(const hz_device *device, char **out) {
     if (out) *out = NULL;
     if (!device || !out) return hz_error(HZ_EINVAL, "hz_device_describe_json: NULL argument");
     hz_backend *be = device->be;
-    cJSON *root = cJSON_CreateObject();
-    if (!root) return hz_error(HZ_ENOMEM, "out of memory building device JSON");
-    cJSON_AddStringToObject(root, "backend", be->ops->kind);
-    cJSON_AddStringToObject(root, "name", be->name);
-    cJSON_AddNumberToObject(root, "interface_version", be->ops->version);
+    int ok = 1;
+    cJSON *root = cJSON_CreateObject(); /* NULL: every add below fails, hz_json_finish reports it */
+    hz_json_str(root, "backend", be->ops->kind, &ok);
+    hz_json_str(root, "name", be->name, &ok);
+    hz_json_num(root, "interface_version", be->ops->version, &ok);
     uint64_t mfree = 0, mtotal = 0;
-    cJSON *mem = cJSON_AddObjectToObject(root, "memory");
+    cJSON *mem = hz_json_obj(root, "memory", &ok);
     if (be->ops->mem_info(be, &mfree, &mtotal) == HZ_OK) {
-        cJSON_AddNumberToObject(mem, "free_bytes", (double)mfree);
-        cJSON_AddNumberToObject(mem, "total_bytes", (double)mtotal);
+        hz_json_num(mem, "free_bytes", (double)mfree, &ok);
+        hz_json_num(mem, "total_bytes", (double)mtotal, &ok);
     } else {
         /* The cpu backend has no separate device memory to report. */
-        cJSON_AddStringToObject(mem, "free_bytes", "UNSUPPORTED");
-        cJSON_AddStringToObject(mem, "total_bytes", "UNSUPPORTED");
+        hz_json_str(mem, "free_bytes", "UNSUPPORTED", &ok);
+        hz_json_str(mem, "total_bytes", "UNSUPPORTED", &ok);
     }
     hz_error_clear();
-    cJSON *xf = cJSON_AddObjectToObject(root, "transfers");
+    cJSON *xf = hz_json_obj(root, "transfers", &ok);
     for (int d = 0; d < HZ_DIR_COUNT; d++) {
-        cJSON *dir = cJSON_AddObjectToObject(xf, hz_xfer_dir_name((hz_xfer_dir)d));
+        cJSON *dir = hz_json_obj(xf, hz_xfer_dir_name((hz_xfer_dir)d), &ok);
         for (int p = 0; p < HZ_PURPOSE_COUNT; p++) {
-            cJSON *pp = cJSON_AddObjectToObject(dir, hz_xfer_purpose_name((hz_xfer_purpose)p));
-            cJSON_AddNumberToObject(pp, "bytes", (double)atomic_load(&be->bytes[d][p]));
-            cJSON_AddNumberToObject(pp, "copies", (double)atomic_load(&be->copies[d][p]));
+            cJSON *pp = hz_json_obj(dir, hz_xfer_purpose_name((hz_xfer_purpose)p), &ok);
+            hz_json_num(pp, "bytes", (double)atomic_load(&be->bytes[d][p]), &ok);
+            hz_json_num(pp, "copies", (double)atomic_load(&be->copies[d][p]), &ok);
         }
     }
-    cJSON_AddNumberToObject(root, "children", atomic_load(&((hz_device *)device)->children));
-    char *s = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    if (!s) return hz_error(HZ_ENOMEM, "out of memory printing device JSON");
-    *out = s;
-    return HZ_OK;
+    hz_json_num(root, "children", atomic_load(&((hz_device *)device)->children), &ok);
+    /* a malloc'd string: callers free with hz_free (free) */
+    *out = hz_json_finish(root, ok, 0);
+    return *out ? HZ_OK : hz_error(HZ_ENOMEM, "hz_device_describe_json: out of memory");
 }
 
 int hz_event_create(hz_device *device, hz_event **out) {

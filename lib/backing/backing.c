@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "backing/backing.h"
+#include "core/json.h"
 #include "format/artifact.h"
 
 struct hz_host_backing {
@@ -350,70 +351,54 @@ fail:
  * describe
  * ------------------------------------------------------------------------------------------------- */
 
-static cJSON *add_u64(cJSON *obj, const char *key, uint64_t v) {
-    return cJSON_AddNumberToObject(obj, key, (double)v);
+static cJSON *add_u64(cJSON *obj, const char *key, uint64_t v, int *ok) {
+    return hz_json_num(obj, key, (double)v, ok);
 }
 
 int hz_host_backing_describe_json(const hz_host_backing *backing, char **out) {
     if (out) *out = NULL;
     if (!backing || !out) return hz_error(HZ_EINVAL, "hz_host_backing_describe_json: NULL argument");
     const hz_host_backing *b = backing;
-    cJSON *root = cJSON_CreateObject();
-    if (!root) return hz_error(HZ_ENOMEM, "describe: out of memory");
     int ok = 1;
-    ok &= cJSON_AddStringToObject(root, "identity", b->identity) != NULL;
-    ok &= cJSON_AddStringToObject(root, "architecture", hz_arch_name(b->cfg.arch)) != NULL;
-    ok &= cJSON_AddBoolToObject(root, "synthetic", b->synthetic) != NULL;
+    cJSON *root = cJSON_CreateObject(); /* NULL: every add below fails, hz_json_finish reports it */
+    hz_json_str(root, "identity", b->identity, &ok);
+    hz_json_str(root, "architecture", hz_arch_name(b->cfg.arch), &ok);
+    hz_json_bool(root, "synthetic", b->synthetic, &ok);
 
-    cJSON *c = cJSON_AddObjectToObject(root, "config");
-    if (c) {
-        add_u64(c, "hidden_size", b->cfg.hidden);
-        add_u64(c, "num_hidden_layers", b->cfg.layers);
-        add_u64(c, "num_attention_heads", b->cfg.heads);
-        add_u64(c, "num_key_value_heads", b->cfg.kv_heads);
-        add_u64(c, "head_dim", b->cfg.head_dim);
-        add_u64(c, "vocab_size", b->cfg.vocab);
-        add_u64(c, "num_experts", b->cfg.experts);
-        add_u64(c, "num_experts_per_tok", b->cfg.top_k);
-        add_u64(c, "expert_intermediate_size", b->cfg.expert_inter);
-        add_u64(c, "shared_expert_intermediate_size", b->cfg.shared_inter);
-        add_u64(c, "max_position_embeddings", b->cfg.max_pos);
-    } else {
-        ok = 0;
-    }
+    cJSON *c = hz_json_obj(root, "config", &ok);
+    add_u64(c, "hidden_size", b->cfg.hidden, &ok);
+    add_u64(c, "num_hidden_layers", b->cfg.layers, &ok);
+    add_u64(c, "num_attention_heads", b->cfg.heads, &ok);
+    add_u64(c, "num_key_value_heads", b->cfg.kv_heads, &ok);
+    add_u64(c, "head_dim", b->cfg.head_dim, &ok);
+    add_u64(c, "vocab_size", b->cfg.vocab, &ok);
+    add_u64(c, "num_experts", b->cfg.experts, &ok);
+    add_u64(c, "num_experts_per_tok", b->cfg.top_k, &ok);
+    add_u64(c, "expert_intermediate_size", b->cfg.expert_inter, &ok);
+    add_u64(c, "shared_expert_intermediate_size", b->cfg.shared_inter, &ok);
+    add_u64(c, "max_position_embeddings", b->cfg.max_pos, &ok);
 
-    cJSON *p = cJSON_AddObjectToObject(root, "precision");
-    if (p) {
-        cJSON_AddStringToObject(p, "source_dtype", b->source_dtype);
-        cJSON_AddStringToObject(p, "routed", "int4");
-        cJSON_AddNumberToObject(p, "block", HZ_QBLOCK);
-        cJSON_AddStringToObject(p, "scale_dtype", "f16");
-        cJSON_AddStringToObject(p, "activation", "f16");
-        cJSON_AddStringToObject(p, "non_routed", "f16");
-    } else {
-        ok = 0;
-    }
-    ok &= cJSON_AddStringToObject(root, "source_identity", b->source_identity) != NULL;
-    ok &= add_u64(root, "layers", b->cfg.layers) != NULL;
-    ok &= add_u64(root, "experts", b->cfg.experts) != NULL;
-    ok &= add_u64(root, "blob_bytes", b->layout.blob_bytes) != NULL;
-    ok &= add_u64(root, "blob_stride", b->stride) != NULL;
-    ok &= add_u64(root, "non_routed_tensors", b->n_tensors) != NULL;
-    ok &= add_u64(root, "total_bytes", b->data_bytes) != NULL;
-    ok &= add_u64(root, "routed_bytes", b->routed_bytes) != NULL;
-    ok &= add_u64(root, "file_bytes", b->file_bytes) != NULL;
-    ok &= cJSON_AddNumberToObject(root, "load_seconds", b->load_seconds) != NULL;
-    ok &= cJSON_AddStringToObject(root, "routed_region_protection", "read-only") != NULL;
-    ok &= cJSON_AddNumberToObject(root, "children",
-                                  (double)atomic_load_explicit(&((hz_host_backing *)b)->children,
-                                                               memory_order_acquire)) != NULL;
-    char *text = ok ? cJSON_PrintUnformatted(root) : NULL;
-    cJSON_Delete(root);
-    if (!text) return hz_error(HZ_ENOMEM, "describe: out of memory");
-    /* the caller frees with hz_free (free); hand over a malloc'd copy independent of cJSON hooks */
-    char *copy = hz_strdup(text);
-    cJSON_free(text);
-    if (!copy) return HZ_ENOMEM;
-    *out = copy;
-    return HZ_OK;
+    cJSON *p = hz_json_obj(root, "precision", &ok);
+    hz_json_str(p, "source_dtype", b->source_dtype, &ok);
+    hz_json_str(p, "routed", "int4", &ok);
+    hz_json_num(p, "block", HZ_QBLOCK, &ok);
+    hz_json_str(p, "scale_dtype", "f16", &ok);
+    hz_json_str(p, "activation", "f16", &ok);
+    hz_json_str(p, "non_routed", "f16", &ok);
+    hz_json_str(root, "source_identity", b->source_identity, &ok);
+    add_u64(root, "layers", b->cfg.layers, &ok);
+    add_u64(root, "experts", b->cfg.experts, &ok);
+    add_u64(root, "blob_bytes", b->layout.blob_bytes, &ok);
+    add_u64(root, "blob_stride", b->stride, &ok);
+    add_u64(root, "non_routed_tensors", b->n_tensors, &ok);
+    add_u64(root, "total_bytes", b->data_bytes, &ok);
+    add_u64(root, "routed_bytes", b->routed_bytes, &ok);
+    add_u64(root, "file_bytes", b->file_bytes, &ok);
+    hz_json_num(root, "load_seconds", b->load_seconds, &ok);
+    hz_json_str(root, "routed_region_protection", "read-only", &ok);
+    hz_json_num(root, "children",
+                (double)atomic_load_explicit(&((hz_host_backing *)b)->children, memory_order_acquire), &ok);
+    /* a malloc'd string: callers free with hz_free (free) */
+    *out = hz_json_finish(root, ok, 0);
+    return *out ? HZ_OK : hz_error(HZ_ENOMEM, "hz_host_backing_describe_json: out of memory");
 }

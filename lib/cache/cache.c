@@ -13,6 +13,7 @@
 
 #include "backing/backing.h"
 #include "cache/cache_internal.h"
+#include "core/json.h"
 
 const char *hz_row_state_name(int state) {
     switch (state) {
@@ -1089,49 +1090,48 @@ hz_transactor *hz_cache_transactor(hz_cache *c) { return c ? c->tx : NULL; }
 /* ---- observations ----------------------------------------------------------------------------- */
 
 /* The miss path's figures (doc/cache-contract.md, "Stats"). */
-static void add_miss_path(cJSON *j, uint64_t bytes, uint64_t ns) {
-    cJSON_AddNumberToObject(j, "miss_transfer_bytes", (double)bytes);
-    cJSON_AddNumberToObject(j, "miss_transfer_seconds", (double)ns * 1e-9);
-    if (ns > 0) cJSON_AddNumberToObject(j, "miss_transfer_gbps", (double)bytes / (double)ns);
-    else cJSON_AddNullToObject(j, "miss_transfer_gbps");
+static void add_miss_path(cJSON *j, uint64_t bytes, uint64_t ns, int *ok) {
+    hz_json_num(j, "miss_transfer_bytes", (double)bytes, ok);
+    hz_json_num(j, "miss_transfer_seconds", (double)ns * 1e-9, ok);
+    if (ns > 0) hz_json_num(j, "miss_transfer_gbps", (double)bytes / (double)ns, ok);
+    else hz_json_null(j, "miss_transfer_gbps", ok);
 }
 
 /* miss_round_blobs: [[blobs, rounds], ...] for every round size seen, smallest first. */
-static void add_round_sizes(cJSON *j, const uint64_t *hist, uint32_t n) {
-    cJSON *a = cJSON_AddArrayToObject(j, "miss_round_blobs");
+static void add_round_sizes(cJSON *j, const uint64_t *hist, uint32_t n, int *ok) {
+    cJSON *a = hz_json_arr(j, "miss_round_blobs", ok);
     for (uint32_t k = 0; a && k < n; k++) {
         if (!hist[k]) continue;
-        cJSON *pair = cJSON_CreateArray();
-        if (!pair) return;
-        cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)k + 1));
-        cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)hist[k]));
-        cJSON_AddItemToArray(a, pair);
+        cJSON *pair = hz_json_push(a, cJSON_CreateArray(), ok);
+        hz_json_push(pair, cJSON_CreateNumber((double)k + 1), ok);
+        hz_json_push(pair, cJSON_CreateNumber((double)hist[k]), ok);
     }
 }
 
 static void add_prefetch(cJSON *j, int mode, const hz_prefetch_counts *n, const hz_prefetch_gate *gate,
-                         uint32_t ready, int pending, const char *last_error, uint64_t row_bytes) {
-    cJSON_AddStringToObject(j, "prefetch", mode == HZ_PREFETCH_NEXT_LAYER ? "next_layer" : "off");
-    cJSON_AddNumberToObject(j, "prefetch_requests", (double)n->requests);
-    cJSON_AddNumberToObject(j, "prefetch_dropped", (double)n->dropped);
-    cJSON_AddNumberToObject(j, "prefetch_skipped", (double)n->skipped);
-    cJSON_AddNumberToObject(j, "prefetch_rounds", (double)n->rounds);
-    cJSON_AddNumberToObject(j, "prefetch_experts", (double)n->experts);
-    cJSON_AddNumberToObject(j, "prefetch_bytes", (double)(n->experts * row_bytes));
-    cJSON_AddNumberToObject(j, "prefetch_hits", (double)n->hits);
-    cJSON_AddNumberToObject(j, "prefetch_wasted_bytes", (double)(n->wasted_rows * row_bytes));
-    cJSON_AddNumberToObject(j, "prefetch_ready", ready);
-    cJSON_AddNumberToObject(j, "prefetch_publications", (double)n->publications);
-    cJSON_AddNumberToObject(j, "prefetch_cancelled", (double)n->cancelled);
-    cJSON_AddNumberToObject(j, "prefetch_failures", (double)n->failures);
-    cJSON_AddNumberToObject(j, "prefetch_pending", pending);
-    cJSON_AddNumberToObject(j, "prefetch_gated", (double)n->gated);
-    cJSON_AddNumberToObject(j, "prefetch_gate_closed", (double)n->gate_closed);
-    cJSON_AddNumberToObject(j, "prefetch_gate_pct", gate->pct);
-    cJSON_AddStringToObject(j, "prefetch_gate", gate->left ? "closed" : "open");
-    cJSON_AddNumberToObject(j, "prefetch_gate_strikes", gate->strikes);
-    if (last_error[0]) cJSON_AddStringToObject(j, "prefetch_last_error", last_error);
-    else cJSON_AddNullToObject(j, "prefetch_last_error");
+                         uint32_t ready, int pending, const char *last_error, uint64_t row_bytes,
+                         int *ok) {
+    hz_json_str(j, "prefetch", mode == HZ_PREFETCH_NEXT_LAYER ? "next_layer" : "off", ok);
+    hz_json_num(j, "prefetch_requests", (double)n->requests, ok);
+    hz_json_num(j, "prefetch_dropped", (double)n->dropped, ok);
+    hz_json_num(j, "prefetch_skipped", (double)n->skipped, ok);
+    hz_json_num(j, "prefetch_rounds", (double)n->rounds, ok);
+    hz_json_num(j, "prefetch_experts", (double)n->experts, ok);
+    hz_json_num(j, "prefetch_bytes", (double)(n->experts * row_bytes), ok);
+    hz_json_num(j, "prefetch_hits", (double)n->hits, ok);
+    hz_json_num(j, "prefetch_wasted_bytes", (double)(n->wasted_rows * row_bytes), ok);
+    hz_json_num(j, "prefetch_ready", ready, ok);
+    hz_json_num(j, "prefetch_publications", (double)n->publications, ok);
+    hz_json_num(j, "prefetch_cancelled", (double)n->cancelled, ok);
+    hz_json_num(j, "prefetch_failures", (double)n->failures, ok);
+    hz_json_num(j, "prefetch_pending", pending, ok);
+    hz_json_num(j, "prefetch_gated", (double)n->gated, ok);
+    hz_json_num(j, "prefetch_gate_closed", (double)n->gate_closed, ok);
+    hz_json_num(j, "prefetch_gate_pct", gate->pct, ok);
+    hz_json_str(j, "prefetch_gate", gate->left ? "closed" : "open", ok);
+    hz_json_num(j, "prefetch_gate_strikes", gate->strikes, ok);
+    if (last_error[0]) hz_json_str(j, "prefetch_last_error", last_error, ok);
+    else hz_json_null(j, "prefetch_last_error", ok);
 }
 
 int hz_cache_stats_json(hz_cache *c, char **out) {
@@ -1166,152 +1166,148 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
     pthread_mutex_unlock(&c->mu);
 
     hz_backend *be = c->be;
-    cJSON *j = cJSON_CreateObject();
-    if (!j) {
-        free(round_hist);
-        return hz_error(HZ_ENOMEM, "out of memory building cache stats");
-    }
-    cJSON_AddStringToObject(j, "contract", "resident-qpacked-cache-v1");
-    cJSON_AddStringToObject(j, "state", faulted ? "FAULTED" : "OK");
-    if (faulted) cJSON_AddStringToObject(j, "fault", fault_msg);
-    cJSON_AddNumberToObject(j, "generation", (double)gen_id);
-    cJSON_AddStringToObject(j, "device", be->name);
-    cJSON_AddStringToObject(j, "eviction", c->policy->name);
-    cJSON_AddStringToObject(j, "transport", hz_txn_transport_name(ts.transport));
-    cJSON_AddNumberToObject(j, "layers", c->layers);
-    cJSON_AddNumberToObject(j, "experts", c->experts);
-    cJSON_AddNumberToObject(j, "capacity", c->capacity);
-    cJSON_AddNumberToObject(j, "spare_rows", c->spare_rows);
-    cJSON_AddNumberToObject(j, "row_bytes", (double)c->row_bytes);
-    cJSON_AddNumberToObject(j, "acquires", (double)acquires);
-    cJSON_AddNumberToObject(j, "hits", (double)hits);
-    cJSON_AddNumberToObject(j, "misses", (double)misses);
-    cJSON_AddNumberToObject(j, "h2d_bytes", (double)ts.h2d_bytes);
-    cJSON_AddNumberToObject(j, "h2d_copies", (double)ts.h2d_copies);
-    cJSON_AddNumberToObject(j, "initial_fill_bytes", (double)c->initial_fill_bytes);
-    cJSON_AddNumberToObject(j, "expert_d2h_bytes", (double)atomic_load(&be->bytes[HZ_D2H][HZ_PURPOSE_EXPERT]));
-    cJSON_AddNumberToObject(j, "verify_d2h_bytes", (double)atomic_load(&be->bytes[HZ_D2H][HZ_PURPOSE_VERIFY]));
-    cJSON_AddNumberToObject(j, "backing_writes", 0);
-    cJSON_AddNumberToObject(j, "request_source_reads", 0);
-    cJSON_AddNumberToObject(j, "request_hashing", 0);
-    cJSON_AddNumberToObject(j, "publications", (double)pubs);
-    cJSON_AddNumberToObject(j, "rounds", (double)rounds);
-    cJSON_AddNumberToObject(j, "failed_transactions", (double)failed);
-    cJSON_AddNumberToObject(j, "evictions", (double)evictions);
-    cJSON_AddNumberToObject(j, "retired_rows", (double)retired);
-    cJSON_AddNumberToObject(j, "staging_bytes", (double)ts.staging_bytes);
-    cJSON_AddNumberToObject(j, "staging_slots", ts.slots);
-    cJSON_AddNumberToObject(j, "staging_slots_busy", ts.slots_busy);
-    cJSON_AddNumberToObject(j, "staging_high_water", (double)ts.staging_high_water);
-    cJSON_AddNumberToObject(j, "staging_threads", ts.threads);
-    cJSON_AddBoolToObject(j, "staging_piecewise", ts.piecewise);
-    cJSON_AddBoolToObject(j, "staging_streaming", ts.streaming);
-    cJSON_AddNumberToObject(j, "staging_copies", (double)ts.staging_copies);
-    cJSON_AddNumberToObject(j, "staging_chunks", (double)ts.staging_chunks);
-    cJSON_AddNumberToObject(j, "staging_copy_bytes", (double)ts.staging_copy_bytes);
-    cJSON_AddNumberToObject(j, "staging_copy_seconds", (double)ts.staging_copy_ns * 1e-9);
+    int ok = 1;
+    cJSON *j = cJSON_CreateObject(); /* NULL: every add below fails, hz_json_finish reports it */
+    hz_json_str(j, "contract", "resident-qpacked-cache-v1", &ok);
+    hz_json_str(j, "state", faulted ? "FAULTED" : "OK", &ok);
+    if (faulted) hz_json_str(j, "fault", fault_msg, &ok);
+    hz_json_num(j, "generation", (double)gen_id, &ok);
+    hz_json_str(j, "device", be->name, &ok);
+    hz_json_str(j, "eviction", c->policy->name, &ok);
+    hz_json_str(j, "transport", hz_txn_transport_name(ts.transport), &ok);
+    hz_json_num(j, "layers", c->layers, &ok);
+    hz_json_num(j, "experts", c->experts, &ok);
+    hz_json_num(j, "capacity", c->capacity, &ok);
+    hz_json_num(j, "spare_rows", c->spare_rows, &ok);
+    hz_json_num(j, "row_bytes", (double)c->row_bytes, &ok);
+    hz_json_num(j, "acquires", (double)acquires, &ok);
+    hz_json_num(j, "hits", (double)hits, &ok);
+    hz_json_num(j, "misses", (double)misses, &ok);
+    hz_json_num(j, "h2d_bytes", (double)ts.h2d_bytes, &ok);
+    hz_json_num(j, "h2d_copies", (double)ts.h2d_copies, &ok);
+    hz_json_num(j, "initial_fill_bytes", (double)c->initial_fill_bytes, &ok);
+    hz_json_num(j, "expert_d2h_bytes", (double)atomic_load(&be->bytes[HZ_D2H][HZ_PURPOSE_EXPERT]), &ok);
+    hz_json_num(j, "verify_d2h_bytes", (double)atomic_load(&be->bytes[HZ_D2H][HZ_PURPOSE_VERIFY]), &ok);
+    hz_json_num(j, "backing_writes", 0, &ok);
+    hz_json_num(j, "request_source_reads", 0, &ok);
+    hz_json_num(j, "request_hashing", 0, &ok);
+    hz_json_num(j, "publications", (double)pubs, &ok);
+    hz_json_num(j, "rounds", (double)rounds, &ok);
+    hz_json_num(j, "failed_transactions", (double)failed, &ok);
+    hz_json_num(j, "evictions", (double)evictions, &ok);
+    hz_json_num(j, "retired_rows", (double)retired, &ok);
+    hz_json_num(j, "staging_bytes", (double)ts.staging_bytes, &ok);
+    hz_json_num(j, "staging_slots", ts.slots, &ok);
+    hz_json_num(j, "staging_slots_busy", ts.slots_busy, &ok);
+    hz_json_num(j, "staging_high_water", (double)ts.staging_high_water, &ok);
+    hz_json_num(j, "staging_threads", ts.threads, &ok);
+    hz_json_bool(j, "staging_piecewise", ts.piecewise, &ok);
+    hz_json_bool(j, "staging_streaming", ts.streaming, &ok);
+    hz_json_num(j, "staging_copies", (double)ts.staging_copies, &ok);
+    hz_json_num(j, "staging_chunks", (double)ts.staging_chunks, &ok);
+    hz_json_num(j, "staging_copy_bytes", (double)ts.staging_copy_bytes, &ok);
+    hz_json_num(j, "staging_copy_seconds", (double)ts.staging_copy_ns * 1e-9, &ok);
     if (ts.staging_copy_ns > 0) {
-        cJSON_AddNumberToObject(j, "staging_gbps", (double)ts.staging_copy_bytes / (double)ts.staging_copy_ns);
-        cJSON_AddNumberToObject(j, "staging_gbps_per_thread",
-                                ts.staging_thread_ns ? (double)ts.staging_copy_bytes / (double)ts.staging_thread_ns : 0.0);
+        hz_json_num(j, "staging_gbps", (double)ts.staging_copy_bytes / (double)ts.staging_copy_ns, &ok);
+        hz_json_num(j, "staging_gbps_per_thread",
+                    ts.staging_thread_ns ? (double)ts.staging_copy_bytes / (double)ts.staging_thread_ns : 0.0,
+                    &ok);
     } else {
-        cJSON_AddNullToObject(j, "staging_gbps");
-        cJSON_AddNullToObject(j, "staging_gbps_per_thread");
+        hz_json_null(j, "staging_gbps", &ok);
+        hz_json_null(j, "staging_gbps_per_thread", &ok);
     }
-    cJSON_AddNumberToObject(j, "staging_fill_wait_seconds", (double)ts.fill_wait_ns * 1e-9);
-    cJSON_AddNumberToObject(j, "staging_fill_span_seconds", (double)ts.fill_span_ns * 1e-9);
-    cJSON_AddNumberToObject(j, "staging_fill_lag_seconds", (double)ts.fill_lag_ns * 1e-9);
-    cJSON_AddNumberToObject(j, "registered_bytes", (double)ts.registered_bytes);
-    add_miss_path(j, xfer_bytes, xfer_ns);
-    add_round_sizes(j, round_hist, c->spare_rows);
+    hz_json_num(j, "staging_fill_wait_seconds", (double)ts.fill_wait_ns * 1e-9, &ok);
+    hz_json_num(j, "staging_fill_span_seconds", (double)ts.fill_span_ns * 1e-9, &ok);
+    hz_json_num(j, "staging_fill_lag_seconds", (double)ts.fill_lag_ns * 1e-9, &ok);
+    hz_json_num(j, "registered_bytes", (double)ts.registered_bytes, &ok);
+    add_miss_path(j, xfer_bytes, xfer_ns, &ok);
+    add_round_sizes(j, round_hist, c->spare_rows, &ok);
     free(round_hist);
-    add_prefetch(j, c->pf.mode, &pf, &pf_gate, pf_ready, pf_pending, pf_error, c->row_bytes);
-    cJSON *lat = cJSON_AddObjectToObject(j, "miss_latency_us");
-    cJSON_AddNumberToObject(lat, "count", (double)miss_txns);
+    add_prefetch(j, c->pf.mode, &pf, &pf_gate, pf_ready, pf_pending, pf_error, c->row_bytes, &ok);
+    cJSON *lat = hz_json_obj(j, "miss_latency_us", &ok);
+    hz_json_num(lat, "count", (double)miss_txns, &ok);
     if (miss_txns) {
-        cJSON_AddNumberToObject(lat, "mean", (double)lat_sum / (double)miss_txns);
-        cJSON_AddNumberToObject(lat, "max", (double)lat_max);
+        hz_json_num(lat, "mean", (double)lat_sum / (double)miss_txns, &ok);
+        hz_json_num(lat, "max", (double)lat_max, &ok);
     } else {
-        cJSON_AddNullToObject(lat, "mean");
-        cJSON_AddNullToObject(lat, "max");
+        hz_json_null(lat, "mean", &ok);
+        hz_json_null(lat, "max", &ok);
     }
-    cJSON_AddNumberToObject(j, "leases_active", leases);
-    cJSON_AddNumberToObject(j, "generations_live", live);
-    cJSON *rows = cJSON_AddObjectToObject(j, "rows");
-    for (int s = 0; s < HZ_ROW_STATE_COUNT; s++) cJSON_AddNumberToObject(rows, hz_row_state_name(s), counts[s]);
+    hz_json_num(j, "leases_active", leases, &ok);
+    hz_json_num(j, "generations_live", live, &ok);
+    cJSON *rows = hz_json_obj(j, "rows", &ok);
+    for (int s = 0; s < HZ_ROW_STATE_COUNT; s++) hz_json_num(rows, hz_row_state_name(s), counts[s], &ok);
 #ifdef HZ_INVARIANTS
-    cJSON_AddTrueToObject(j, "invariant_checker");
+    hz_json_bool(j, "invariant_checker", 1, &ok);
 #else
-    cJSON_AddFalseToObject(j, "invariant_checker");
+    hz_json_bool(j, "invariant_checker", 0, &ok);
 #endif
-    cJSON *notes = cJSON_AddObjectToObject(j, "notes");
-    cJSON_AddStringToObject(notes, "backing_writes",
-                            "structural zero, not a counter: the backing's routed region is mprotect'ed read-only, "
-                            "so a write would fault instead of passing, and eviction never copies back");
-    cJSON_AddStringToObject(notes, "request_source_reads",
-                            "structural zero: the cache copies experts only from the in-memory backing and holds "
-                            "no file handle");
-    cJSON_AddStringToObject(notes, "request_hashing", "structural zero: the request path computes no hash");
-    cJSON_AddStringToObject(notes, "expert_d2h_bytes",
-                            "observed: the device's D2H byte counter for purpose 'expert' (device-wide)");
-    cJSON_AddStringToObject(notes, "verify_d2h_bytes",
-                            "invariant-checker row reads, counted under purpose 'verify', apart from expert D2H");
-    cJSON_AddStringToObject(notes, "h2d_bytes", "this cache's expert H2D copies, including the initial fill");
-    cJSON_AddStringToObject(notes, "hits_misses", "per expert of each successful acquire");
-    cJSON_AddStringToObject(notes, "transport",
-                            ts.transport == HZ_TXN_REGISTERED
-                                ? "registered: the backing's routed region is registered for direct DMA; H2D "
-                                  "copies read it, no staging copy is made (staging figures stay 0)"
-                                : ts.transport == HZ_TXN_THREADED
-                                      ? (ts.piecewise ? "threaded, piecewise (the default): backing -> pinned "
-                                                        "staging copies run on staging_threads threads in waves of "
-                                                        "one piece per thread, and each blob goes to the device in "
-                                                        "order, a run of landed pieces at a time once the run holds "
-                                                        "a wave's share (HZ_TXN_WAVES, default 2)"
-                                                      : "threaded, whole blobs (HZ_TXN_PIECEWISE=0): backing -> "
-                                                        "pinned staging copies run on staging_threads threads, "
-                                                        "blobs split in staging_chunks pieces, one H2D per blob")
-                                      : "serial: the acquiring thread copies backing -> pinned staging");
-    cJSON_AddStringToObject(notes, "staging_streaming",
-                            "the backing -> staging copies write with streaming (non-temporal) stores, which "
-                            "leave no dirty line in CPU caches for the H2D to fetch (x86-64; HZ_TXN_STREAM=0 "
-                            "turns them off); false: memcpy, or no staging");
-    cJSON_AddStringToObject(notes, "staging_gbps",
-                            "staging_copy_bytes over staging_copy_seconds, the wall time during which at least "
-                            "one staging copy ran (per thread: over the copies' summed durations); null without "
-                            "a staging copy");
-    cJSON_AddStringToObject(notes, "staging_fill",
-                            "threaded, summed over the blobs staged (staging_copies): staging_fill_wait_seconds from "
-                            "a blob's hand-out to the copy threads to its first piece's start, "
-                            "staging_fill_span_seconds from there to its last piece's end, "
-                            "staging_fill_lag_seconds from there to its H2D (piecewise: its last run) being "
-                            "enqueued; 0 for the other transports");
-    cJSON_AddStringToObject(notes, "miss_transfer",
-                            "miss_transfer_bytes: bytes of every successful miss round (demand rounds and prefetch "
-                            "loads; not the initial fill, not failed rounds); miss_transfer_seconds: the sum over "
-                            "those rounds of the wall time from the round's first staging or DMA copy to its "
-                            "publication (the pointer swap, before any debug check; a prefetch load: to its "
-                            "copies' completion, its publication waits for the acquire); waiting for spare rows "
-                            "excluded; miss_transfer_gbps: their ratio, null without a round; miss_round_blobs: "
-                            "[[blobs, rounds], ...], how many of those rounds moved each number of blobs (at most "
-                            "spare_rows)");
-    cJSON_AddStringToObject(notes, "prefetch",
-                            "prefetched experts are loaded into unpublished rows and published only when an "
-                            "acquire of their layer wants them: prefetch_hits counts those (also counted in hits), "
-                            "prefetch_wasted_bytes the rows given up unused (replaced by a newer prediction or "
-                            "needed by a miss), prefetch_ready the rows loaded and still waiting; "
-                            "prefetch_experts = prefetch_hits + wasted rows + prefetch_ready; the gate: once 64 "
-                            "prefetched experts are resolved (used or given up), it closes when fewer than "
-                            "prefetch_gate_pct of 100 were used (0: never) and declines the next predictions "
-                            "(prefetch_gated, also counted in prefetch_requests; prefetch_gate_closed: closures): 16 "
-                            "per layer after one failed window, twice as many after each further one in a row "
-                            "(prefetch_gate_strikes), at most 64 times as many; a window that passes resets it");
-    cJSON_AddStringToObject(notes, "miss_latency_us",
-                            "per acquire that loaded experts: from taking the transaction lock to the last "
-                            "publication (includes waiting for spare rows)");
-    char *s = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    if (!s) return hz_error(HZ_ENOMEM, "out of memory printing cache stats");
-    *out = s;
-    return HZ_OK;
+    cJSON *notes = hz_json_obj(j, "notes", &ok);
+    hz_json_str(notes, "backing_writes",
+                "structural zero, not a counter: the backing's routed region is mprotect'ed read-only, "
+                "so a write would fault instead of passing, and eviction never copies back", &ok);
+    hz_json_str(notes, "request_source_reads",
+                "structural zero: the cache copies experts only from the in-memory backing and holds "
+                "no file handle", &ok);
+    hz_json_str(notes, "request_hashing", "structural zero: the request path computes no hash", &ok);
+    hz_json_str(notes, "expert_d2h_bytes",
+                "observed: the device's D2H byte counter for purpose 'expert' (device-wide)", &ok);
+    hz_json_str(notes, "verify_d2h_bytes",
+                "invariant-checker row reads, counted under purpose 'verify', apart from expert D2H", &ok);
+    hz_json_str(notes, "h2d_bytes", "this cache's expert H2D copies, including the initial fill", &ok);
+    hz_json_str(notes, "hits_misses", "per expert of each successful acquire", &ok);
+    hz_json_str(notes, "transport",
+                ts.transport == HZ_TXN_REGISTERED
+                    ? "registered: the backing's routed region is registered for direct DMA; H2D "
+                      "copies read it, no staging copy is made (staging figures stay 0)"
+                    : ts.transport == HZ_TXN_THREADED
+                          ? (ts.piecewise ? "threaded, piecewise (the default): backing -> pinned "
+                                            "staging copies run on staging_threads threads in waves of "
+                                            "one piece per thread, and each blob goes to the device in "
+                                            "order, a run of landed pieces at a time once the run holds "
+                                            "a wave's share (HZ_TXN_WAVES, default 2)"
+                                          : "threaded, whole blobs (HZ_TXN_PIECEWISE=0): backing -> "
+                                            "pinned staging copies run on staging_threads threads, "
+                                            "blobs split in staging_chunks pieces, one H2D per blob")
+                          : "serial: the acquiring thread copies backing -> pinned staging", &ok);
+    hz_json_str(notes, "staging_streaming",
+                "the backing -> staging copies write with streaming (non-temporal) stores, which "
+                "leave no dirty line in CPU caches for the H2D to fetch (x86-64; HZ_TXN_STREAM=0 "
+                "turns them off); false: memcpy, or no staging", &ok);
+    hz_json_str(notes, "staging_gbps",
+                "staging_copy_bytes over staging_copy_seconds, the wall time during which at least "
+                "one staging copy ran (per thread: over the copies' summed durations); null without "
+                "a staging copy", &ok);
+    hz_json_str(notes, "staging_fill",
+                "threaded, summed over the blobs staged (staging_copies): staging_fill_wait_seconds from "
+                "a blob's hand-out to the copy threads to its first piece's start, "
+                "staging_fill_span_seconds from there to its last piece's end, "
+                "staging_fill_lag_seconds from there to its H2D (piecewise: its last run) being "
+                "enqueued; 0 for the other transports", &ok);
+    hz_json_str(notes, "miss_transfer",
+                "miss_transfer_bytes: bytes of every successful miss round (demand rounds and prefetch "
+                "loads; not the initial fill, not failed rounds); miss_transfer_seconds: the sum over "
+                "those rounds of the wall time from the round's first staging or DMA copy to its "
+                "publication (the pointer swap, before any debug check; a prefetch load: to its "
+                "copies' completion, its publication waits for the acquire); waiting for spare rows "
+                "excluded; miss_transfer_gbps: their ratio, null without a round; miss_round_blobs: "
+                "[[blobs, rounds], ...], how many of those rounds moved each number of blobs (at most "
+                "spare_rows)", &ok);
+    hz_json_str(notes, "prefetch",
+                "prefetched experts are loaded into unpublished rows and published only when an "
+                "acquire of their layer wants them: prefetch_hits counts those (also counted in hits), "
+                "prefetch_wasted_bytes the rows given up unused (replaced by a newer prediction or "
+                "needed by a miss), prefetch_ready the rows loaded and still waiting; "
+                "prefetch_experts = prefetch_hits + wasted rows + prefetch_ready; the gate: once 64 "
+                "prefetched experts are resolved (used or given up), it closes when fewer than "
+                "prefetch_gate_pct of 100 were used (0: never) and declines the next predictions "
+                "(prefetch_gated, also counted in prefetch_requests; prefetch_gate_closed: closures): 16 "
+                "per layer after one failed window, twice as many after each further one in a row "
+                "(prefetch_gate_strikes), at most 64 times as many; a window that passes resets it", &ok);
+    hz_json_str(notes, "miss_latency_us",
+                "per acquire that loaded experts: from taking the transaction lock to the last "
+                "publication (includes waiting for spare rows)", &ok);
+    /* a malloc'd string: callers free with hz_free (free) */
+    *out = hz_json_finish(j, ok, 0);
+    return *out ? HZ_OK : hz_error(HZ_ENOMEM, "hz_cache_stats_json: out of memory");
 }

@@ -68,6 +68,10 @@ void hz_outfile_abort(hz_outfile *f);
 /* Logging through the installed callback (no-op without one). */
 void hz_log(int level, const char *fmt, ...) HZ_PRINTF(2, 3);
 
+/* A shape for a message: "[d0]", "[d0, d1]", ... ("[]" for ndim 0), truncated to fit n bytes. Returns
+ * buf. */
+const char *hz_shape_text(char *buf, size_t n, uint32_t ndim, const uint64_t *shape);
+
 /* Allocation helpers: set HZ_ENOMEM detail on failure. */
 void *hz_malloc(size_t n);
 void *hz_calloc(size_t count, size_t size);

@@ -92,6 +92,19 @@ void *hz_calloc(size_t count, size_t size) {
     return p;
 }
 
+const char *hz_shape_text(char *buf, size_t n, uint32_t ndim, const uint64_t *shape) {
+    if (!n) return buf;
+    buf[0] = '\0';
+    size_t at = 0;
+    for (uint32_t d = 0; d <= ndim && at < n; d++) { /* d == ndim: the closing bracket */
+        int k = d < ndim ? snprintf(buf + at, n - at, "%s%llu", d ? ", " : "[", (unsigned long long)shape[d])
+                         : snprintf(buf + at, n - at, "%s]", ndim ? "" : "[");
+        if (k < 0) break;
+        at += (size_t)k;
+    }
+    return buf;
+}
+
 char *hz_strdup(const char *s) {
     size_t n = strlen(s) + 1;
     char *p = hz_malloc(n);

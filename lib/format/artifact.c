@@ -13,6 +13,7 @@
 #include <xxhash.h>
 
 #include "format/artifact.h"
+#include "core/json.h"
 #include "format/safetensors.h"
 
 /* ---------------------------------------------------------------------------------------------------
@@ -993,11 +994,12 @@ int hz_artifact_writer_begin_tensor(hz_artifact_writer *w, const char *name, uin
     if (w->spec_done[si]) return hz_error(HZ_EINVAL, "tensor '%s' written twice", name);
     int same = ndim == sp->ndim;
     for (uint32_t d = 0; same && d < ndim; d++) same = shape[d] == sp->shape[d];
-    if (!same)
-        return hz_error(HZ_EINVAL, "tensor '%s': shape does not match the config (%u dims, expected "
-                                   "[%llu%s%llu])",
-                        name, ndim, (unsigned long long)sp->shape[0], sp->ndim > 1 ? ", " : "",
-                        sp->ndim > 1 ? (unsigned long long)sp->shape[1] : 0ull);
+    if (!same) {
+        char want[64];
+        hz_shape_text(want, sizeof want, sp->ndim, sp->shape);
+        return hz_error(HZ_EINVAL, "tensor '%s': shape does not match the config (%u dims, expected %s)",
+                        name, ndim, want);
+    }
     int rc = pad_to(w, HZ_ARTIFACT_ALIGN);
     if (rc) return rc;
     hz_artifact_tensor *t = &w->tensors[w->n_tensors];
@@ -1063,87 +1065,77 @@ int hz_artifact_writer_add_expert(hz_artifact_writer *w, uint32_t layer, uint32_
     return HZ_OK;
 }
 
-static cJSON *add_num(cJSON *o, const char *k, uint64_t v) {
-    return cJSON_AddNumberToObject(o, k, (double)v);
+static cJSON *add_num(cJSON *o, const char *k, uint64_t v, int *ok) {
+    return hz_json_num(o, k, (double)v, ok);
 }
 
 static char *build_manifest(const hz_artifact_writer *w, uint64_t data_offset, uint64_t data_end) {
-    cJSON *root = cJSON_CreateObject();
-    if (!root) return NULL;
-    char *text = NULL, *cfg_text = NULL;
-    cJSON_AddStringToObject(root, "format", HZ_ARTIFACT_FORMAT_NAME);
-    add_num(root, "format_version", HZ_ARTIFACT_VERSION);
-    cJSON_AddStringToObject(root, "architecture", hz_arch_name(w->cfg.arch));
-    cfg_text = hz_hfconfig_to_json(&w->cfg);
-    cJSON *cfgj = cfg_text ? cJSON_Parse(cfg_text) : NULL;
-    if (!cfgj) goto done;
-    cJSON_AddItemToObject(root, "config", cfgj);
-    cJSON *p = cJSON_AddObjectToObject(root, "precision");
-    cJSON_AddStringToObject(p, "source_dtype", w->source_dtype);
-    cJSON_AddStringToObject(p, "routed", "int4");
-    add_num(p, "block", HZ_QBLOCK);
-    cJSON_AddStringToObject(p, "scale_dtype", "f16");
-    cJSON_AddStringToObject(p, "activation", "f16");
-    cJSON_AddStringToObject(p, "non_routed", "f16");
-    cJSON *s = cJSON_AddObjectToObject(root, "source");
-    cJSON_AddStringToObject(s, "identity", w->source_identity);
-    cJSON_AddStringToObject(s, "definition",
-                            "xxh3-128 over the safetensors files sorted by name: name, NUL, u64le "
-                            "size, length prefix and JSON header");
-    add_num(root, "data_offset", data_offset);
-    add_num(root, "data_bytes", data_end - data_offset);
-    cJSON *ts = cJSON_AddArrayToObject(root, "tensors");
+    int ok = 1;
+    cJSON *root = cJSON_CreateObject(); /* NULL: every add below fails, hz_json_finish reports it */
+    hz_json_str(root, "format", HZ_ARTIFACT_FORMAT_NAME, &ok);
+    add_num(root, "format_version", HZ_ARTIFACT_VERSION, &ok);
+    hz_json_str(root, "architecture", hz_arch_name(w->cfg.arch), &ok);
+    char *cfg_text = hz_hfconfig_to_json(&w->cfg);
+    hz_json_add(root, "config", cfg_text ? cJSON_Parse(cfg_text) : NULL, &ok);
+    free(cfg_text);
+    cJSON *p = hz_json_obj(root, "precision", &ok);
+    hz_json_str(p, "source_dtype", w->source_dtype, &ok);
+    hz_json_str(p, "routed", "int4", &ok);
+    add_num(p, "block", HZ_QBLOCK, &ok);
+    hz_json_str(p, "scale_dtype", "f16", &ok);
+    hz_json_str(p, "activation", "f16", &ok);
+    hz_json_str(p, "non_routed", "f16", &ok);
+    cJSON *s = hz_json_obj(root, "source", &ok);
+    hz_json_str(s, "identity", w->source_identity, &ok);
+    hz_json_str(s, "definition",
+                "xxh3-128 over the safetensors files sorted by name: name, NUL, u64le "
+                "size, length prefix and JSON header", &ok);
+    add_num(root, "data_offset", data_offset, &ok);
+    add_num(root, "data_bytes", data_end - data_offset, &ok);
+    cJSON *ts = hz_json_arr(root, "tensors", &ok);
     for (uint32_t i = 0; i < w->n_tensors; i++) {
         const hz_artifact_tensor *t = &w->tensors[i];
-        cJSON *o = cJSON_CreateObject();
-        if (!o) goto done;
-        cJSON_AddItemToArray(ts, o);
-        cJSON_AddStringToObject(o, "name", t->name);
-        cJSON *sh = cJSON_AddArrayToObject(o, "shape");
-        for (uint32_t d = 0; d < t->ndim; d++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->shape[d]));
-        cJSON_AddStringToObject(o, "dtype", "f16");
-        add_num(o, "offset", t->offset);
-        add_num(o, "bytes", t->bytes);
+        cJSON *o = hz_json_push(ts, cJSON_CreateObject(), &ok);
+        hz_json_str(o, "name", t->name, &ok);
+        cJSON *sh = hz_json_arr(o, "shape", &ok);
+        for (uint32_t d = 0; d < t->ndim; d++) hz_json_push(sh, cJSON_CreateNumber((double)t->shape[d]), &ok);
+        hz_json_str(o, "dtype", "f16", &ok);
+        add_num(o, "offset", t->offset, &ok);
+        add_num(o, "bytes", t->bytes, &ok);
         char hx[17];
         xxh3_hex(t->xxh3, hx);
-        cJSON_AddStringToObject(o, "xxh3", hx);
+        hz_json_str(o, "xxh3", hx, &ok);
     }
-    cJSON *ex = cJSON_AddObjectToObject(root, "experts");
-    add_num(ex, "layers", w->cfg.layers);
-    add_num(ex, "experts_per_layer", w->cfg.experts);
-    cJSON *lo = cJSON_AddObjectToObject(ex, "layout");
+    cJSON *ex = hz_json_obj(root, "experts", &ok);
+    add_num(ex, "layers", w->cfg.layers, &ok);
+    add_num(ex, "experts_per_layer", w->cfg.experts, &ok);
+    cJSON *lo = hz_json_obj(ex, "layout", &ok);
     const hz_expert_layout *L = &w->layout;
-    add_num(lo, "hidden", L->hidden);
-    add_num(lo, "inter", L->inter);
-    add_num(lo, "part_align", HZ_BLOB_PART_ALIGN);
-    add_num(lo, "gate_q", L->gate_q);
-    add_num(lo, "gate_s", L->gate_s);
-    add_num(lo, "up_q", L->up_q);
-    add_num(lo, "up_s", L->up_s);
-    add_num(lo, "down_q", L->down_q);
-    add_num(lo, "down_s", L->down_s);
-    add_num(lo, "blob_bytes", L->blob_bytes);
-    add_num(ex, "region_offset", w->routed_offset);
-    add_num(ex, "region_bytes", w->n_blobs * w->blob_stride);
-    add_num(ex, "blob_stride", w->blob_stride);
-    cJSON *bl = cJSON_AddArrayToObject(ex, "blobs");
+    add_num(lo, "hidden", L->hidden, &ok);
+    add_num(lo, "inter", L->inter, &ok);
+    add_num(lo, "part_align", HZ_BLOB_PART_ALIGN, &ok);
+    add_num(lo, "gate_q", L->gate_q, &ok);
+    add_num(lo, "gate_s", L->gate_s, &ok);
+    add_num(lo, "up_q", L->up_q, &ok);
+    add_num(lo, "up_s", L->up_s, &ok);
+    add_num(lo, "down_q", L->down_q, &ok);
+    add_num(lo, "down_s", L->down_s, &ok);
+    add_num(lo, "blob_bytes", L->blob_bytes, &ok);
+    add_num(ex, "region_offset", w->routed_offset, &ok);
+    add_num(ex, "region_bytes", w->n_blobs * w->blob_stride, &ok);
+    add_num(ex, "blob_stride", w->blob_stride, &ok);
+    cJSON *bl = hz_json_arr(ex, "blobs", &ok);
     for (uint64_t i = 0; i < w->n_blobs; i++) {
-        cJSON *o = cJSON_CreateObject();
-        if (!o) goto done;
-        cJSON_AddItemToArray(bl, o);
-        add_num(o, "layer", i / w->cfg.experts);
-        add_num(o, "expert", i % w->cfg.experts);
-        add_num(o, "offset", w->routed_offset + i * w->blob_stride);
-        add_num(o, "bytes", L->blob_bytes);
+        cJSON *o = hz_json_push(bl, cJSON_CreateObject(), &ok);
+        add_num(o, "layer", i / w->cfg.experts, &ok);
+        add_num(o, "expert", i % w->cfg.experts, &ok);
+        add_num(o, "offset", w->routed_offset + i * w->blob_stride, &ok);
+        add_num(o, "bytes", L->blob_bytes, &ok);
         char hx[17];
         xxh3_hex(w->blob_xxh3[i], hx);
-        cJSON_AddStringToObject(o, "xxh3", hx);
+        hz_json_str(o, "xxh3", hx, &ok);
     }
-    text = cJSON_PrintUnformatted(root);
-done:
-    free(cfg_text);
-    cJSON_Delete(root);
-    return text;
+    return hz_json_finish(root, ok, 0); /* malloc'd: the caller frees with free() */
 }
 
 int hz_artifact_writer_finish(hz_artifact_writer *w, char identity[HZ_IDENTITY_HEX_BYTES]) {

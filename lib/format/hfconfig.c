@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/core.h"
+#include "core/json.h"
 
 #define CFG_MAX_BYTES (16u * 1024u * 1024u)
 #define HZ_CFG_MAX_LAYERS 4096u
@@ -405,56 +406,54 @@ static cJSON *token_value(int32_t id) { return id < 0 ? cJSON_CreateNull() : cJS
 char *hz_hfconfig_to_json(const hz_model_config *cfg) {
     if (!cfg || (cfg->arch != HZ_ARCH_OLMOE && cfg->arch != HZ_ARCH_QWEN2MOE)) return NULL;
     int olmoe = cfg->arch == HZ_ARCH_OLMOE;
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
+    int ok = 1;
+    cJSON *o = cJSON_CreateObject(); /* NULL: every add below fails, hz_json_finish reports it */
     const char *arch_class = olmoe ? "OlmoeForCausalLM" : "Qwen2MoeForCausalLM";
-    cJSON *archs = cJSON_CreateStringArray(&arch_class, 1);
-    cJSON_AddItemToObject(o, "architectures", archs);
-    cJSON_AddStringToObject(o, "model_type", hz_arch_name(cfg->arch));
-    cJSON_AddNumberToObject(o, "hidden_size", cfg->hidden);
+    hz_json_add(o, "architectures", cJSON_CreateStringArray(&arch_class, 1), &ok);
+    hz_json_str(o, "model_type", hz_arch_name(cfg->arch), &ok);
+    hz_json_num(o, "hidden_size", cfg->hidden, &ok);
     if (olmoe) {
-        cJSON_AddNumberToObject(o, "intermediate_size", cfg->expert_inter);
+        hz_json_num(o, "intermediate_size", cfg->expert_inter, &ok);
     } else {
         /* Unused when every layer is sparse; written as the published files do. */
-        cJSON_AddNumberToObject(o, "intermediate_size", cfg->shared_inter);
-        cJSON_AddNumberToObject(o, "moe_intermediate_size", cfg->expert_inter);
-        cJSON_AddNumberToObject(o, "shared_expert_intermediate_size", cfg->shared_inter);
-        cJSON_AddNumberToObject(o, "decoder_sparse_step", 1);
-        cJSON_AddItemToObject(o, "mlp_only_layers", cJSON_CreateArray());
-        cJSON_AddBoolToObject(o, "qkv_bias", cfg->qkv_bias);
-        cJSON_AddBoolToObject(o, "use_sliding_window", 0);
-        cJSON_AddNumberToObject(o, "sliding_window", cfg->max_pos);
-        cJSON_AddNumberToObject(o, "max_window_layers", cfg->layers);
+        hz_json_num(o, "intermediate_size", cfg->shared_inter, &ok);
+        hz_json_num(o, "moe_intermediate_size", cfg->expert_inter, &ok);
+        hz_json_num(o, "shared_expert_intermediate_size", cfg->shared_inter, &ok);
+        hz_json_num(o, "decoder_sparse_step", 1, &ok);
+        hz_json_add(o, "mlp_only_layers", cJSON_CreateArray(), &ok);
+        hz_json_bool(o, "qkv_bias", cfg->qkv_bias, &ok);
+        hz_json_bool(o, "use_sliding_window", 0, &ok);
+        hz_json_num(o, "sliding_window", cfg->max_pos, &ok);
+        hz_json_num(o, "max_window_layers", cfg->layers, &ok);
     }
-    cJSON_AddNumberToObject(o, "num_hidden_layers", cfg->layers);
-    cJSON_AddNumberToObject(o, "num_attention_heads", cfg->heads);
-    cJSON_AddNumberToObject(o, "num_key_value_heads", cfg->kv_heads);
-    cJSON_AddNumberToObject(o, "vocab_size", cfg->vocab);
-    cJSON_AddNumberToObject(o, "num_experts", cfg->experts);
-    cJSON_AddNumberToObject(o, "num_experts_per_tok", cfg->top_k);
-    cJSON_AddBoolToObject(o, "norm_topk_prob", cfg->norm_topk_prob);
-    cJSON_AddNumberToObject(o, "max_position_embeddings", cfg->max_pos);
-    cJSON_AddItemToObject(o, "rope_theta", float_number(cfg->rope_theta));
-    cJSON_AddNullToObject(o, "rope_scaling");
-    cJSON_AddItemToObject(o, "rms_norm_eps", float_number(cfg->rms_eps));
-    cJSON_AddBoolToObject(o, "tie_word_embeddings", cfg->tie_embeddings);
-    cJSON_AddItemToObject(o, "eos_token_id", token_value(cfg->eos));
-    cJSON_AddItemToObject(o, "bos_token_id", token_value(cfg->bos));
-    cJSON_AddItemToObject(o, "pad_token_id", token_value(cfg->pad));
-    cJSON_AddStringToObject(o, "torch_dtype", torch_dtype_name(cfg->torch_dtype));
-    cJSON_AddStringToObject(o, "hidden_act", "silu");
-    cJSON_AddItemToObject(o, "attention_dropout", float_number(0.0f));
-    cJSON_AddItemToObject(o, "initializer_range", float_number(0.02f));
-    cJSON_AddBoolToObject(o, "use_cache", 1);
-    cJSON_AddBoolToObject(o, "output_router_logits", 0);
-    cJSON_AddItemToObject(o, "router_aux_loss_coef", float_number(olmoe ? 0.01f : 0.001f));
+    hz_json_num(o, "num_hidden_layers", cfg->layers, &ok);
+    hz_json_num(o, "num_attention_heads", cfg->heads, &ok);
+    hz_json_num(o, "num_key_value_heads", cfg->kv_heads, &ok);
+    hz_json_num(o, "vocab_size", cfg->vocab, &ok);
+    hz_json_num(o, "num_experts", cfg->experts, &ok);
+    hz_json_num(o, "num_experts_per_tok", cfg->top_k, &ok);
+    hz_json_bool(o, "norm_topk_prob", cfg->norm_topk_prob, &ok);
+    hz_json_num(o, "max_position_embeddings", cfg->max_pos, &ok);
+    hz_json_add(o, "rope_theta", float_number(cfg->rope_theta), &ok);
+    hz_json_null(o, "rope_scaling", &ok);
+    hz_json_add(o, "rms_norm_eps", float_number(cfg->rms_eps), &ok);
+    hz_json_bool(o, "tie_word_embeddings", cfg->tie_embeddings, &ok);
+    hz_json_add(o, "eos_token_id", token_value(cfg->eos), &ok);
+    hz_json_add(o, "bos_token_id", token_value(cfg->bos), &ok);
+    hz_json_add(o, "pad_token_id", token_value(cfg->pad), &ok);
+    hz_json_str(o, "torch_dtype", torch_dtype_name(cfg->torch_dtype), &ok);
+    hz_json_str(o, "hidden_act", "silu", &ok);
+    hz_json_add(o, "attention_dropout", float_number(0.0f), &ok);
+    hz_json_add(o, "initializer_range", float_number(0.02f), &ok);
+    hz_json_bool(o, "use_cache", 1, &ok);
+    hz_json_bool(o, "output_router_logits", 0, &ok);
+    hz_json_add(o, "router_aux_loss_coef", float_number(olmoe ? 0.01f : 0.001f), &ok);
     if (olmoe) {
-        cJSON_AddBoolToObject(o, "attention_bias", cfg->qkv_bias);
-        cJSON_AddNullToObject(o, "clip_qkv");
+        hz_json_bool(o, "attention_bias", cfg->qkv_bias, &ok);
+        hz_json_null(o, "clip_qkv", &ok);
     }
-    char *text = cJSON_Print(o);
-    cJSON_Delete(o);
-    /* cJSON_Add* report allocation failure only through a missing member; the round trip catches it. */
+    char *text = hz_json_finish(o, ok, 1); /* malloc'd: the caller frees with free() */
+    /* the round trip: what is written reads back */
     if (text) {
         hz_model_config back;
         if (hz_hfconfig_parse(text, strlen(text), &back) != HZ_OK) {

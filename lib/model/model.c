@@ -9,6 +9,7 @@
 #include "backend/backend_fault.h"
 #include "backing/backing.h"
 #include "cache/cache.h"
+#include "core/json.h"
 #include "model.h"
 
 /* Builds with CUDA run models on cuda devices through forward_cuda.c. */
@@ -59,12 +60,14 @@ static int bind(const hz_host_backing *b, const hz_f16 **out, uint64_t d0, uint6
     const hz_backing_tensor *t = hz_backing_find_tensor(b, name);
     if (!t) return hz_error(HZ_EFORMAT, "model: tensor '%s' is missing from the artifact", name);
     uint32_t want_ndim = d1 ? 2u : 1u;
-    if (t->ndim != want_ndim || t->shape[0] != d0 || (d1 && t->shape[1] != d1))
-        return hz_error(HZ_EFORMAT,
-                        "model: tensor '%s' has shape [%llu%s%llu], the config needs [%llu%s%llu]", name,
-                        (unsigned long long)t->shape[0], t->ndim > 1 ? ", " : "",
-                        t->ndim > 1 ? (unsigned long long)t->shape[1] : 0ull, (unsigned long long)d0,
-                        d1 ? ", " : "", (unsigned long long)d1);
+    if (t->ndim != want_ndim || t->shape[0] != d0 || (d1 && t->shape[1] != d1)) {
+        const uint64_t want[2] = {d0, d1};
+        char have_text[128], want_text[64];
+        hz_shape_text(have_text, sizeof have_text, t->ndim < 4 ? t->ndim : 4, t->shape);
+        hz_shape_text(want_text, sizeof want_text, want_ndim, want);
+        return hz_error(HZ_EFORMAT, "model: tensor '%s' has shape %s, the config needs %s", name, have_text,
+                        want_text);
+    }
     *out = t->data;
     return HZ_OK;
 }
@@ -247,59 +250,48 @@ HZ_EXPORT int hz_model_describe_json(const hz_model *m, char **out) {
     if (out) *out = NULL;
     if (!m || !out) return hz_error(HZ_EINVAL, "hz_model_describe_json: NULL argument");
     const hz_model_config *c = &m->cfg;
-    cJSON *root = cJSON_CreateObject(), *cfg = cJSON_CreateObject(), *prec = cJSON_CreateObject(),
-          *routed = cJSON_CreateObject();
-    if (!root || !cfg || !prec || !routed) {
-        cJSON_Delete(root);
-        cJSON_Delete(cfg);
-        cJSON_Delete(prec);
-        cJSON_Delete(routed);
-        return hz_error(HZ_ENOMEM, "hz_model_describe_json: out of memory");
-    }
-    cJSON_AddItemToObject(root, "config", cfg);
-    cJSON_AddItemToObject(root, "precision", prec);
-    cJSON_AddItemToObject(prec, "routed", routed);
-    cJSON_AddStringToObject(root, "architecture", hz_arch_name(c->arch));
-    cJSON_AddStringToObject(root, "identity", hz_host_backing_identity(m->backing));
-    cJSON_AddStringToObject(root, "device", m->device->be->name);
-    cJSON_AddStringToObject(root, "executor", m->exec->ops->name);
-    cJSON_AddNumberToObject(root, "lease_group_limit", m->group_limit);
+    int ok = 1;
+    cJSON *root = cJSON_CreateObject();
+    cJSON *cfg = hz_json_obj(root, "config", &ok);
+    cJSON *prec = hz_json_obj(root, "precision", &ok);
+    cJSON *routed = hz_json_obj(prec, "routed", &ok);
+    hz_json_str(root, "architecture", hz_arch_name(c->arch), &ok);
+    hz_json_str(root, "identity", hz_host_backing_identity(m->backing), &ok);
+    hz_json_str(root, "device", m->device->be->name, &ok);
+    hz_json_str(root, "executor", m->exec->ops->name, &ok);
+    hz_json_num(root, "lease_group_limit", m->group_limit, &ok);
 
-    cJSON_AddNumberToObject(cfg, "hidden_size", c->hidden);
-    cJSON_AddNumberToObject(cfg, "layers", c->layers);
-    cJSON_AddNumberToObject(cfg, "heads", c->heads);
-    cJSON_AddNumberToObject(cfg, "kv_heads", c->kv_heads);
-    cJSON_AddNumberToObject(cfg, "head_dim", c->head_dim);
-    cJSON_AddNumberToObject(cfg, "vocab_size", c->vocab);
-    cJSON_AddNumberToObject(cfg, "experts", c->experts);
-    cJSON_AddNumberToObject(cfg, "top_k", c->top_k);
-    cJSON_AddNumberToObject(cfg, "expert_intermediate_size", c->expert_inter);
-    cJSON_AddNumberToObject(cfg, "shared_expert_intermediate_size", c->shared_inter);
-    cJSON_AddNumberToObject(cfg, "max_position_embeddings", c->max_pos);
-    cJSON_AddNumberToObject(cfg, "rope_theta", short_float(c->rope_theta));
-    cJSON_AddNumberToObject(cfg, "rms_norm_eps", short_float(c->rms_eps));
-    cJSON_AddBoolToObject(cfg, "norm_topk_prob", c->norm_topk_prob);
-    cJSON_AddBoolToObject(cfg, "qkv_bias", c->qkv_bias);
-    cJSON_AddBoolToObject(cfg, "qk_norm", c->qk_norm);
-    cJSON_AddBoolToObject(cfg, "tie_word_embeddings", c->tie_embeddings);
+    hz_json_num(cfg, "hidden_size", c->hidden, &ok);
+    hz_json_num(cfg, "layers", c->layers, &ok);
+    hz_json_num(cfg, "heads", c->heads, &ok);
+    hz_json_num(cfg, "kv_heads", c->kv_heads, &ok);
+    hz_json_num(cfg, "head_dim", c->head_dim, &ok);
+    hz_json_num(cfg, "vocab_size", c->vocab, &ok);
+    hz_json_num(cfg, "experts", c->experts, &ok);
+    hz_json_num(cfg, "top_k", c->top_k, &ok);
+    hz_json_num(cfg, "expert_intermediate_size", c->expert_inter, &ok);
+    hz_json_num(cfg, "shared_expert_intermediate_size", c->shared_inter, &ok);
+    hz_json_num(cfg, "max_position_embeddings", c->max_pos, &ok);
+    hz_json_num(cfg, "rope_theta", short_float(c->rope_theta), &ok);
+    hz_json_num(cfg, "rms_norm_eps", short_float(c->rms_eps), &ok);
+    hz_json_bool(cfg, "norm_topk_prob", c->norm_topk_prob, &ok);
+    hz_json_bool(cfg, "qkv_bias", c->qkv_bias, &ok);
+    hz_json_bool(cfg, "qk_norm", c->qk_norm, &ok);
+    hz_json_bool(cfg, "tie_word_embeddings", c->tie_embeddings, &ok);
 
-    cJSON_AddStringToObject(prec, "checkpoint", hz_backing_source_dtype(m->backing));
-    cJSON_AddStringToObject(routed, "dtype", "int4");
-    cJSON_AddNumberToObject(routed, "block", HZ_QBLOCK);
-    cJSON_AddStringToObject(routed, "scale_dtype", "f16");
-    cJSON_AddStringToObject(prec, "activation", "f16");
-    cJSON_AddStringToObject(prec, "non_routed", "f16");
-    cJSON_AddStringToObject(prec, "kv_cache", "f16");
-    cJSON_AddStringToObject(prec, "accumulation", m->exec->ops->accum_dtype);
-    cJSON_AddStringToObject(prec, "logits", "f32");
+    hz_json_str(prec, "checkpoint", hz_backing_source_dtype(m->backing), &ok);
+    hz_json_str(routed, "dtype", "int4", &ok);
+    hz_json_num(routed, "block", HZ_QBLOCK, &ok);
+    hz_json_str(routed, "scale_dtype", "f16", &ok);
+    hz_json_str(prec, "activation", "f16", &ok);
+    hz_json_str(prec, "non_routed", "f16", &ok);
+    hz_json_str(prec, "kv_cache", "f16", &ok);
+    hz_json_str(prec, "accumulation", m->exec->ops->accum_dtype, &ok);
+    hz_json_str(prec, "logits", "f32", &ok);
 
-    char *text = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    if (!text) return hz_error(HZ_ENOMEM, "hz_model_describe_json: out of memory");
-    /* Callers free with hz_free (free): hand over a malloc'd copy rather than cJSON's allocation. */
-    *out = hz_strdup(text);
-    cJSON_free(text);
-    return *out ? HZ_OK : HZ_ENOMEM;
+    /* a malloc'd string: callers free with hz_free (free) */
+    *out = hz_json_finish(root, ok, 0);
+    return *out ? HZ_OK : hz_error(HZ_ENOMEM, "hz_model_describe_json: out of memory");
 }
 
 int hz_model_lease_group(hz_model *m, uint32_t layer, const uint32_t *ids, uint32_t n,

@@ -125,12 +125,17 @@ HZ_EXPORT uint32_t hz_session_position(const hz_session *s) { return s ? s->pos 
 
 /* Validates, runs, advances. Nothing runs when the input is rejected; on a failure during the run the
  * position stays where it was (the K/V written for the failed tokens is overwritten by the next run)
- * and no logits are readable. */
-static int run(hz_session *s, const int32_t *tokens, uint32_t n, int32_t *out_next, int decode) {
+ * and no logits are readable. *out_next (never NULL: run() passes its own local) is written only on
+ * success. */
+static int run_tokens(hz_session *s, const int32_t *tokens, uint32_t n, int32_t *out_next, int decode) {
     const char *what = decode ? "hz_decode_step" : "hz_prefill";
-    if (out_next) *out_next = 0;
     if (!s || !tokens) return hz_error(HZ_EINVAL, "%s: NULL argument", what);
     if (n == 0) return hz_error(HZ_EINVAL, "%s: zero tokens to run", what);
+    /* The length first: it is O(1) and bounds the reads of tokens below (a huge n, e.g. a negative
+     * count cast to uint32_t, must not make the loop read past the caller's buffer). */
+    if (n > s->max_context - s->pos)
+        return hz_error(HZ_ERANGE, "%s: %u token(s) at position %u exceed the session's max_context %u",
+                        what, n, s->pos, s->max_context);
     const uint32_t V = s->model->cfg.vocab;
     for (uint32_t i = 0; i < n; i++)
         if (tokens[i] < 0 || (uint32_t)tokens[i] >= V) {
@@ -140,9 +145,6 @@ static int run(hz_session *s, const int32_t *tokens, uint32_t n, int32_t *out_ne
             return hz_error(HZ_ERANGE, "%s: token %u of %u is %d, outside the vocabulary [0, %u)", what, i, n,
                             (int)tokens[i], V);
         }
-    if (n > s->max_context - s->pos)
-        return hz_error(HZ_ERANGE, "%s: %u token(s) at position %u exceed the session's max_context %u",
-                        what, n, s->pos, s->max_context);
     double t0 = hz_now_seconds();
     s->have_logits = 0;
     int st;
@@ -180,8 +182,17 @@ static int run(hz_session *s, const int32_t *tokens, uint32_t n, int32_t *out_ne
         s->prefill_calls++;
         s->prefill_seconds += dt;
     }
-    if (out_next) *out_next = next;
+    *out_next = next;
     return HZ_OK;
+}
+
+/* *out_next is written once, when the outcome is known (the token on success, 0 on any error), so an
+ * out_next that aliases an element of tokens cannot change the tokens that are run. */
+static int run(hz_session *s, const int32_t *tokens, uint32_t n, int32_t *out_next, int decode) {
+    int32_t next = 0;
+    int st = run_tokens(s, tokens, n, &next, decode);
+    if (out_next) *out_next = st ? 0 : next;
+    return st;
 }
 
 HZ_EXPORT int hz_prefill(hz_session *s, const int32_t *tokens, uint32_t n, int32_t *out_next) {

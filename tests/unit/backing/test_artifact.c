@@ -430,6 +430,10 @@ static void test_writer_misuse(void **state) {
                      HZ_OK);
     uint64_t shape[2] = {3, 3};
     assert_int_equal(hz_artifact_writer_begin_tensor(w, "model.norm.weight", 2, shape), HZ_EINVAL);
+    /* a one-dimensional expected shape prints one dimension ([256], not [2560]) */
+    expect_msg(hz_last_error_message(), "(2 dims, expected [256])");
+    assert_int_equal(hz_artifact_writer_begin_tensor(w, "model.embed_tokens.weight", 2, shape), HZ_EINVAL);
+    expect_msg(hz_last_error_message(), "(2 dims, expected [512, 256])");
     assert_int_equal(hz_artifact_writer_begin_tensor(w, "not.a.tensor", 1, shape), HZ_EINVAL);
     uint8_t blob[16] = {0};
     assert_int_equal(hz_artifact_writer_add_expert(w, 0, 1, blob), HZ_EINVAL); /* out of order */

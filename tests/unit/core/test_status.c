@@ -115,6 +115,20 @@ static void test_env_u32(void **state) {
     unsetenv("HZ_TEST_KNOB");
 }
 
+/* hz_shape_text: only the dimensions there are ([256] for one, never [2560]), truncated to the buffer. */
+static void test_shape_text(void **state) {
+    (void)state;
+    const uint64_t shape[3] = {256, 64, 18446744073709551615ull};
+    char buf[64];
+    assert_string_equal(hz_shape_text(buf, sizeof buf, 1, shape), "[256]");
+    assert_string_equal(hz_shape_text(buf, sizeof buf, 2, shape), "[256, 64]");
+    assert_string_equal(hz_shape_text(buf, sizeof buf, 3, shape), "[256, 64, 18446744073709551615]");
+    assert_string_equal(hz_shape_text(buf, sizeof buf, 0, shape), "[]");
+    char small[8];
+    assert_string_equal(hz_shape_text(small, sizeof small, 2, shape), "[256, 6");
+    assert_string_equal(hz_shape_text(small, 1, 2, shape), "");
+}
+
 /* A fresh empty directory (in the build tree, where the outputs of the suite go), caller frees. */
 static char *fresh_dir(void) {
     const char *root = getenv("HZ_BUILD_ROOT");
@@ -273,6 +287,7 @@ int main(void) {
         cmocka_unit_test(test_fp16_roundtrip),
         cmocka_unit_test(test_bf16),
         cmocka_unit_test(test_env_u32),
+        cmocka_unit_test(test_shape_text),
         cmocka_unit_test(test_outfile_unnamed),
         cmocka_unit_test(test_outfile_named),
         cmocka_unit_test(test_outfile_refused),

@@ -258,6 +258,74 @@ static void test_bad_input(void **state) {
     stack_close(&s);
 }
 
+/* out_next may point into tokens (horizon.h): the tokens are read before it is written, so the call
+ * runs the prompt as given and gives the same next token and logits as with a separate out_next. */
+static void test_out_next_aliases_tokens(void **state) {
+    world *w = *state;
+    for (int a = 0; a < 2; a++) {
+        stack s;
+        stack_open(&s, w->path[a], 0);
+        hz_session *p = NULL, *q = NULL;
+        CHECK(hz_session_create(s.m, NULL, &p));
+        CHECK(hz_session_create(s.m, NULL, &q));
+        const int32_t prompt[4] = {1, 2, 3, 4};
+        int32_t ref = -1;
+        CHECK(hz_prefill(p, prompt, 4, &ref));
+        int32_t toks[4] = {1, 2, 3, 4};
+        CHECK(hz_prefill(q, toks, 4, &toks[0]));
+        assert_int_equal(toks[0], ref);
+        const float *lp, *lq;
+        uint32_t n;
+        CHECK(hz_session_logits(p, &lp, &n));
+        CHECK(hz_session_logits(q, &lq, &n));
+        assert_memory_equal(lp, lq, n * sizeof(float));
+        /* the last element too (the one the sampled token depends on most directly) */
+        CHECK(hz_session_reset(q));
+        int32_t toks2[4] = {1, 2, 3, 4};
+        CHECK(hz_prefill(q, toks2, 4, &toks2[3]));
+        assert_int_equal(toks2[3], ref);
+        CHECK(hz_session_logits(q, &lq, &n));
+        assert_memory_equal(lp, lq, n * sizeof(float));
+        /* on a refused call *out_next is 0 (written after the check, which saw the caller's tokens) */
+        int32_t bad[2] = {(int32_t)s.info.vocab_size, 5};
+        assert_int_equal(hz_prefill(q, bad, 2, &bad[1]), HZ_ERANGE);
+        assert_non_null(strstr(hz_last_error_message(), "vocabulary"));
+        assert_non_null(strstr(hz_last_error_message(), "token 0 of 2"));
+        assert_int_equal(bad[1], 0);
+        hz_session_destroy(p);
+        hz_session_destroy(q);
+        stack_close(&s);
+    }
+}
+
+/* A bogus huge n (a negative count cast to uint32_t) is refused for its length before any token is
+ * read: no read past the caller's 4-token buffer (the ASan build reports one), and the message is about
+ * the length, not a garbage token. */
+static void test_huge_n_refused_before_reading(void **state) {
+    world *w = *state;
+    stack s;
+    stack_open(&s, w->path[0], 2);
+    hz_session *ss = NULL;
+    CHECK(hz_session_create(s.m, NULL, &ss));
+    int32_t toks[4] = {1, 2, 3, 4};
+    int32_t next = 123;
+    assert_int_equal(hz_prefill(ss, toks, UINT32_MAX, &next), HZ_ERANGE);
+    const char *msg = hz_last_error_message();
+    print_message("n = UINT32_MAX: %s\n", msg);
+    assert_non_null(strstr(msg, "4294967295 token(s)"));
+    assert_non_null(strstr(msg, "max_context"));
+    assert_null(strstr(msg, "vocabulary"));
+    assert_int_equal(next, 0);
+    assert_int_equal(hz_session_position(ss), 0);
+    /* one past the context left is refused the same way, at a later position too */
+    CHECK(hz_prefill(ss, toks, 4, &next));
+    assert_int_equal(hz_prefill(ss, toks, (uint32_t)-1, &next), HZ_ERANGE);
+    assert_non_null(strstr(hz_last_error_message(), "at position 4"));
+    assert_int_equal(hz_session_position(ss), 4);
+    hz_session_destroy(ss);
+    stack_close(&s);
+}
+
 static void test_describe(void **state) {
     world *w = *state;
     for (int a = 0; a < 2; a++) {
@@ -404,6 +472,8 @@ int main(void) {
         cmocka_unit_test(test_residency_bit_identical),
         cmocka_unit_test(test_prefill_equals_steps),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_out_next_aliases_tokens),
+        cmocka_unit_test(test_huge_n_refused_before_reading),
         cmocka_unit_test(test_describe),
         cmocka_unit_test(test_sampler),
         cmocka_unit_test(test_cache_fault_mid_decode),

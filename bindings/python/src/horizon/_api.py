@@ -511,17 +511,17 @@ class Session(_Handle):
         if not seq:
             raise errors.InvalidArgumentError("generate: the prompt has no tokens", status=lib.HZ_EINVAL,
                                               name="HZ_EINVAL", description=strerror(lib.HZ_EINVAL))
+        position = self.position  # the length first, as hz_prefill checks it
+        if len(seq) > self._max_context - position:
+            raise errors.RangeError(f"generate: {len(seq)} prompt token(s) at position {position} exceed the "
+                                    f"session's max_context {self._max_context}", status=lib.HZ_ERANGE,
+                                    name="HZ_ERANGE", description=strerror(lib.HZ_ERANGE))
         vocab = self.model.info.vocab_size
         for i, t in enumerate(seq):
             if not 0 <= t < vocab:
                 raise errors.RangeError(f"generate: prompt token {i} of {len(seq)} is {t}, outside the "
                                         f"vocabulary [0, {vocab})", status=lib.HZ_ERANGE, name="HZ_ERANGE",
                                         description=strerror(lib.HZ_ERANGE))
-        position = self.position
-        if len(seq) > self._max_context - position:
-            raise errors.RangeError(f"generate: {len(seq)} prompt token(s) at position {position} exceed the "
-                                    f"session's max_context {self._max_context}", status=lib.HZ_ERANGE,
-                                    name="HZ_ERANGE", description=strerror(lib.HZ_ERANGE))
         return self._generate(seq, n, stop_at_eos)
 
     def _generate(self, prompt: List[int], max_tokens: int, stop_at_eos: bool) -> Iterator[int]:
