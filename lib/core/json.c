@@ -18,9 +18,8 @@ cJSON *hz_json_push(cJSON *arr, cJSON *item, int *ok) {
     return NULL;
 }
 
-char *hz_json_finish(cJSON *root, int ok, int formatted) {
-    char *text = ok && root ? (formatted ? cJSON_Print(root) : cJSON_PrintUnformatted(root)) : NULL;
-    cJSON_Delete(root);
+char *hz_json_print(const cJSON *item, int formatted) {
+    char *text = item ? (formatted ? cJSON_Print(item) : cJSON_PrintUnformatted(item)) : NULL;
     if (!text) return NULL;
     /* cJSON allocates through its hooks (cJSON_InitHooks, process-wide): hand over a plain malloc copy */
     size_t n = strlen(text) + 1;
@@ -28,4 +27,10 @@ char *hz_json_finish(cJSON *root, int ok, int formatted) {
     if (copy) memcpy(copy, text, n);
     cJSON_free(text);
     return copy;
+}
+
+char *hz_json_finish(cJSON *root, int ok, int formatted) {
+    char *text = ok ? hz_json_print(root, formatted) : NULL;
+    cJSON_Delete(root);
+    return text;
 }

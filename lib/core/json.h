@@ -34,6 +34,9 @@ static inline cJSON *hz_json_arr(cJSON *obj, const char *key, int *ok) {
     return hz_json_add(obj, key, cJSON_CreateArray(), ok);
 }
 
+/* The text of `item` (NULL: NULL) as a malloc'd string, freed with free / hz_free whatever hooks cJSON
+ * has; NULL when an allocation failed. Sets no error message. */
+char *hz_json_print(const cJSON *item, int formatted);
 /* Deletes `root` (NULL allowed) and returns its unformatted text (formatted when `formatted`) as a
  * malloc'd string that the caller frees with free / hz_free whatever hooks cJSON has; NULL when !ok,
  * root is NULL or an allocation failed. Sets no error message. */

@@ -562,7 +562,7 @@ int hz_artifact_parse_manifest(const hz_artifact_header *h, const char *manifest
         rc = hz_error(HZ_EFORMAT, "%s: manifest: \"config\" is missing or not an object", what);
         goto fail;
     }
-    art->config_json = cJSON_PrintUnformatted(cfgj);
+    art->config_json = hz_json_print(cfgj, 0); /* malloc'd: freed with free() whatever cJSON's hooks */
     if (!art->config_json) {
         rc = hz_error(HZ_ENOMEM, "out of memory reading the manifest");
         goto fail;

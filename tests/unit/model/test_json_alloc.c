@@ -59,6 +59,22 @@ static void hooks_install(int mode, size_t fail_at) {
 
 static void hooks_restore(void) { cJSON_InitHooks(NULL); }
 
+/* An application's allocator whose blocks are not malloc's: each pointer handed to cJSON sits 16 bytes
+ * into a malloc'd block, so memory of cJSON's that the library released with plain free() would be an
+ * invalid free (an abort from glibc, a report from ASan). */
+static long g_offset_live;
+static void *off_malloc(size_t n) {
+    unsigned char *p = malloc(n + 16);
+    if (!p) return NULL;
+    g_offset_live++;
+    return p + 16;
+}
+static void off_free(void *p) {
+    if (!p) return;
+    g_offset_live--;
+    free((unsigned char *)p - 16);
+}
+
 /* ---- the driver -------------------------------------------------------------------------------- */
 
 /* A producer: HZ_OK and a malloc'd text in *out, or a status with *out NULL. */
@@ -280,11 +296,45 @@ static void test_artifact_manifest(void **state) {
     remove(x.path);
 }
 
+/* With the application's own cJSON allocator installed, every library call that parses or prints JSON
+ * (the artifact's manifest and config on open, the describe and stats producers) still frees cJSON's
+ * memory through cJSON and hands out only malloc'd text: the backing's config text was once cJSON's. */
+static void test_foreign_hooks(void **state) {
+    world *w = *state;
+    for (int a = 0; a < 2; a++) {
+        g_offset_live = 0;
+        cJSON_Hooks h = {.malloc_fn = off_malloc, .free_fn = off_free};
+        cJSON_InitHooks(&h);
+        hz_host_backing *b = NULL;
+        hz_device *d = NULL;
+        hz_cache *c = NULL;
+        hz_model *m = NULL;
+        char *t1 = NULL, *t2 = NULL, *t3 = NULL;
+        CHECK(hz_host_backing_open(w->path[a], NULL, &b));
+        CHECK(hz_device_open("cpu", &d));
+        CHECK(hz_cache_create(b, d, NULL, &c));
+        CHECK(hz_model_create(b, d, c, NULL, &m));
+        CHECK(hz_model_describe_json(m, &t1));
+        CHECK(hz_cache_stats_json(c, &t2));
+        CHECK(hz_host_backing_describe_json(b, &t3));
+        free(t1); /* malloc'd, as the header says: plain free is right whatever the hooks */
+        free(t2);
+        free(t3);
+        hz_model_destroy(m);
+        hz_cache_destroy(c);
+        hz_device_close(d);
+        hz_host_backing_close(b);
+        hooks_restore();
+        assert_int_equal(g_offset_live, 0);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_public_producers),
         cmocka_unit_test(test_hfconfig_to_json),
         cmocka_unit_test(test_artifact_manifest),
+        cmocka_unit_test(test_foreign_hooks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
