@@ -351,10 +351,6 @@ fail:
  * describe
  * ------------------------------------------------------------------------------------------------- */
 
-static cJSON *add_u64(cJSON *obj, const char *key, uint64_t v, int *ok) {
-    return hz_json_num(obj, key, (double)v, ok);
-}
-
 int hz_host_backing_describe_json(const hz_host_backing *backing, char **out) {
     if (out) *out = NULL;
     if (!backing || !out) return hz_error(HZ_EINVAL, "hz_host_backing_describe_json: NULL argument");
@@ -366,34 +362,28 @@ int hz_host_backing_describe_json(const hz_host_backing *backing, char **out) {
     hz_json_bool(root, "synthetic", b->synthetic, &ok);
 
     cJSON *c = hz_json_obj(root, "config", &ok);
-    add_u64(c, "hidden_size", b->cfg.hidden, &ok);
-    add_u64(c, "num_hidden_layers", b->cfg.layers, &ok);
-    add_u64(c, "num_attention_heads", b->cfg.heads, &ok);
-    add_u64(c, "num_key_value_heads", b->cfg.kv_heads, &ok);
-    add_u64(c, "head_dim", b->cfg.head_dim, &ok);
-    add_u64(c, "vocab_size", b->cfg.vocab, &ok);
-    add_u64(c, "num_experts", b->cfg.experts, &ok);
-    add_u64(c, "num_experts_per_tok", b->cfg.top_k, &ok);
-    add_u64(c, "expert_intermediate_size", b->cfg.expert_inter, &ok);
-    add_u64(c, "shared_expert_intermediate_size", b->cfg.shared_inter, &ok);
-    add_u64(c, "max_position_embeddings", b->cfg.max_pos, &ok);
+    hz_json_u64(c, "hidden_size", b->cfg.hidden, &ok);
+    hz_json_u64(c, "num_hidden_layers", b->cfg.layers, &ok);
+    hz_json_u64(c, "num_attention_heads", b->cfg.heads, &ok);
+    hz_json_u64(c, "num_key_value_heads", b->cfg.kv_heads, &ok);
+    hz_json_u64(c, "head_dim", b->cfg.head_dim, &ok);
+    hz_json_u64(c, "vocab_size", b->cfg.vocab, &ok);
+    hz_json_u64(c, "num_experts", b->cfg.experts, &ok);
+    hz_json_u64(c, "num_experts_per_tok", b->cfg.top_k, &ok);
+    hz_json_u64(c, "expert_intermediate_size", b->cfg.expert_inter, &ok);
+    hz_json_u64(c, "shared_expert_intermediate_size", b->cfg.shared_inter, &ok);
+    hz_json_u64(c, "max_position_embeddings", b->cfg.max_pos, &ok);
 
-    cJSON *p = hz_json_obj(root, "precision", &ok);
-    hz_json_str(p, "source_dtype", b->source_dtype, &ok);
-    hz_json_str(p, "routed", "int4", &ok);
-    hz_json_num(p, "block", HZ_QBLOCK, &ok);
-    hz_json_str(p, "scale_dtype", "f16", &ok);
-    hz_json_str(p, "activation", "f16", &ok);
-    hz_json_str(p, "non_routed", "f16", &ok);
+    hz_json_precision(root, b->source_dtype, &ok);
     hz_json_str(root, "source_identity", b->source_identity, &ok);
-    add_u64(root, "layers", b->cfg.layers, &ok);
-    add_u64(root, "experts", b->cfg.experts, &ok);
-    add_u64(root, "blob_bytes", b->layout.blob_bytes, &ok);
-    add_u64(root, "blob_stride", b->stride, &ok);
-    add_u64(root, "non_routed_tensors", b->n_tensors, &ok);
-    add_u64(root, "total_bytes", b->data_bytes, &ok);
-    add_u64(root, "routed_bytes", b->routed_bytes, &ok);
-    add_u64(root, "file_bytes", b->file_bytes, &ok);
+    hz_json_u64(root, "layers", b->cfg.layers, &ok);
+    hz_json_u64(root, "experts", b->cfg.experts, &ok);
+    hz_json_u64(root, "blob_bytes", b->layout.blob_bytes, &ok);
+    hz_json_u64(root, "blob_stride", b->stride, &ok);
+    hz_json_u64(root, "non_routed_tensors", b->n_tensors, &ok);
+    hz_json_u64(root, "total_bytes", b->data_bytes, &ok);
+    hz_json_u64(root, "routed_bytes", b->routed_bytes, &ok);
+    hz_json_u64(root, "file_bytes", b->file_bytes, &ok);
     hz_json_num(root, "load_seconds", b->load_seconds, &ok);
     hz_json_str(root, "routed_region_protection", "read-only", &ok);
     hz_json_num(root, "children",

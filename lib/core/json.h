@@ -7,6 +7,7 @@
 #define HZ_CORE_JSON_H
 
 #include <cjson/cJSON.h>
+#include <stdint.h>
 
 /* Adds `item` under `key` to the object `obj` and returns it. `item` NULL (its creation failed), `obj`
  * NULL or a failed add: deletes item, sets *ok = 0 and returns NULL. */
@@ -18,6 +19,10 @@ static inline cJSON *hz_json_num(cJSON *obj, const char *key, double v, int *ok)
     return hz_json_add(obj, key, cJSON_CreateNumber(v), ok);
 }
 /* A NULL `s` is written as JSON null (not an allocation failure). */
+/* A count or byte size (exact below 2^53, as JSON numbers are read). */
+static inline cJSON *hz_json_u64(cJSON *obj, const char *key, uint64_t v, int *ok) {
+    return hz_json_add(obj, key, cJSON_CreateNumber((double)v), ok);
+}
 static inline cJSON *hz_json_str(cJSON *obj, const char *key, const char *s, int *ok) {
     return hz_json_add(obj, key, s ? cJSON_CreateString(s) : cJSON_CreateNull(), ok);
 }

@@ -1065,33 +1065,33 @@ int hz_artifact_writer_add_expert(hz_artifact_writer *w, uint32_t layer, uint32_
     return HZ_OK;
 }
 
-static cJSON *add_num(cJSON *o, const char *k, uint64_t v, int *ok) {
-    return hz_json_num(o, k, (double)v, ok);
+void hz_json_precision(cJSON *root, const char *source_dtype, int *ok) {
+    cJSON *p = hz_json_obj(root, "precision", ok);
+    hz_json_str(p, "source_dtype", source_dtype, ok);
+    hz_json_str(p, "routed", "int4", ok);
+    hz_json_u64(p, "block", HZ_QBLOCK, ok);
+    hz_json_str(p, "scale_dtype", "f16", ok);
+    hz_json_str(p, "activation", "f16", ok);
+    hz_json_str(p, "non_routed", "f16", ok);
 }
 
 static char *build_manifest(const hz_artifact_writer *w, uint64_t data_offset, uint64_t data_end) {
     int ok = 1;
     cJSON *root = cJSON_CreateObject(); /* NULL: every add below fails, hz_json_finish reports it */
     hz_json_str(root, "format", HZ_ARTIFACT_FORMAT_NAME, &ok);
-    add_num(root, "format_version", HZ_ARTIFACT_VERSION, &ok);
+    hz_json_u64(root, "format_version", HZ_ARTIFACT_VERSION, &ok);
     hz_json_str(root, "architecture", hz_arch_name(w->cfg.arch), &ok);
     char *cfg_text = hz_hfconfig_to_json(&w->cfg);
     hz_json_add(root, "config", cfg_text ? cJSON_Parse(cfg_text) : NULL, &ok);
     free(cfg_text);
-    cJSON *p = hz_json_obj(root, "precision", &ok);
-    hz_json_str(p, "source_dtype", w->source_dtype, &ok);
-    hz_json_str(p, "routed", "int4", &ok);
-    add_num(p, "block", HZ_QBLOCK, &ok);
-    hz_json_str(p, "scale_dtype", "f16", &ok);
-    hz_json_str(p, "activation", "f16", &ok);
-    hz_json_str(p, "non_routed", "f16", &ok);
+    hz_json_precision(root, w->source_dtype, &ok);
     cJSON *s = hz_json_obj(root, "source", &ok);
     hz_json_str(s, "identity", w->source_identity, &ok);
     hz_json_str(s, "definition",
                 "xxh3-128 over the safetensors files sorted by name: name, NUL, u64le "
                 "size, length prefix and JSON header", &ok);
-    add_num(root, "data_offset", data_offset, &ok);
-    add_num(root, "data_bytes", data_end - data_offset, &ok);
+    hz_json_u64(root, "data_offset", data_offset, &ok);
+    hz_json_u64(root, "data_bytes", data_end - data_offset, &ok);
     cJSON *ts = hz_json_arr(root, "tensors", &ok);
     for (uint32_t i = 0; i < w->n_tensors; i++) {
         const hz_artifact_tensor *t = &w->tensors[i];
@@ -1100,37 +1100,37 @@ static char *build_manifest(const hz_artifact_writer *w, uint64_t data_offset, u
         cJSON *sh = hz_json_arr(o, "shape", &ok);
         for (uint32_t d = 0; d < t->ndim; d++) hz_json_push(sh, cJSON_CreateNumber((double)t->shape[d]), &ok);
         hz_json_str(o, "dtype", "f16", &ok);
-        add_num(o, "offset", t->offset, &ok);
-        add_num(o, "bytes", t->bytes, &ok);
+        hz_json_u64(o, "offset", t->offset, &ok);
+        hz_json_u64(o, "bytes", t->bytes, &ok);
         char hx[17];
         xxh3_hex(t->xxh3, hx);
         hz_json_str(o, "xxh3", hx, &ok);
     }
     cJSON *ex = hz_json_obj(root, "experts", &ok);
-    add_num(ex, "layers", w->cfg.layers, &ok);
-    add_num(ex, "experts_per_layer", w->cfg.experts, &ok);
+    hz_json_u64(ex, "layers", w->cfg.layers, &ok);
+    hz_json_u64(ex, "experts_per_layer", w->cfg.experts, &ok);
     cJSON *lo = hz_json_obj(ex, "layout", &ok);
     const hz_expert_layout *L = &w->layout;
-    add_num(lo, "hidden", L->hidden, &ok);
-    add_num(lo, "inter", L->inter, &ok);
-    add_num(lo, "part_align", HZ_BLOB_PART_ALIGN, &ok);
-    add_num(lo, "gate_q", L->gate_q, &ok);
-    add_num(lo, "gate_s", L->gate_s, &ok);
-    add_num(lo, "up_q", L->up_q, &ok);
-    add_num(lo, "up_s", L->up_s, &ok);
-    add_num(lo, "down_q", L->down_q, &ok);
-    add_num(lo, "down_s", L->down_s, &ok);
-    add_num(lo, "blob_bytes", L->blob_bytes, &ok);
-    add_num(ex, "region_offset", w->routed_offset, &ok);
-    add_num(ex, "region_bytes", w->n_blobs * w->blob_stride, &ok);
-    add_num(ex, "blob_stride", w->blob_stride, &ok);
+    hz_json_u64(lo, "hidden", L->hidden, &ok);
+    hz_json_u64(lo, "inter", L->inter, &ok);
+    hz_json_u64(lo, "part_align", HZ_BLOB_PART_ALIGN, &ok);
+    hz_json_u64(lo, "gate_q", L->gate_q, &ok);
+    hz_json_u64(lo, "gate_s", L->gate_s, &ok);
+    hz_json_u64(lo, "up_q", L->up_q, &ok);
+    hz_json_u64(lo, "up_s", L->up_s, &ok);
+    hz_json_u64(lo, "down_q", L->down_q, &ok);
+    hz_json_u64(lo, "down_s", L->down_s, &ok);
+    hz_json_u64(lo, "blob_bytes", L->blob_bytes, &ok);
+    hz_json_u64(ex, "region_offset", w->routed_offset, &ok);
+    hz_json_u64(ex, "region_bytes", w->n_blobs * w->blob_stride, &ok);
+    hz_json_u64(ex, "blob_stride", w->blob_stride, &ok);
     cJSON *bl = hz_json_arr(ex, "blobs", &ok);
     for (uint64_t i = 0; i < w->n_blobs; i++) {
         cJSON *o = hz_json_push(bl, cJSON_CreateObject(), &ok);
-        add_num(o, "layer", i / w->cfg.experts, &ok);
-        add_num(o, "expert", i % w->cfg.experts, &ok);
-        add_num(o, "offset", w->routed_offset + i * w->blob_stride, &ok);
-        add_num(o, "bytes", L->blob_bytes, &ok);
+        hz_json_u64(o, "layer", i / w->cfg.experts, &ok);
+        hz_json_u64(o, "expert", i % w->cfg.experts, &ok);
+        hz_json_u64(o, "offset", w->routed_offset + i * w->blob_stride, &ok);
+        hz_json_u64(o, "bytes", L->blob_bytes, &ok);
         char hx[17];
         xxh3_hex(w->blob_xxh3[i], hx);
         hz_json_str(o, "xxh3", hx, &ok);

@@ -159,6 +159,12 @@ int hz_source_identity(const hz_st_set *set, char out[HZ_IDENTITY_HEX_BYTES]);
 
 typedef struct hz_artifact_writer hz_artifact_writer;
 
+struct cJSON;
+/* Adds the "precision" object (source dtype, INT4 routed rows in HZ_QBLOCK blocks with FP16 scales,
+ * FP16 activations and non-routed weights) to `root`: the declaration the manifest carries and the
+ * backing's describe repeats. Clears *ok on failure (core/json.h). */
+void hz_json_precision(struct cJSON *root, const char *source_dtype, int *ok);
+
 /* Starts writing `path` through a file in the same directory that gets the name `path` only on finish
  * (hz_outfile: unnamed until then where the filesystem allows it), so a reader never sees a partial
  * artifact and a killed pack leaves nothing behind. `source_dtype` is "bf16", "f16" or "f32". */
