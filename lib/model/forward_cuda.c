@@ -30,7 +30,9 @@
  *           on the device's own table of its rows ("the hits on the device", below): 4-9% more for
  *           OLMoE at 63 and 30 of 64, 1-3% for Qwen at 30 and 39 of 60 (twenty-fourth round).
  * A step ends with the argmax (4 bytes) back on the host; the logits stay on the device until
- * hz_gpu_logits_fetch (hz_session_logits, a non-greedy sampler).
+ * hz_gpu_logits_fetch (hz_session_logits, a non-greedy sampler). A greedy step does not compute them:
+ * its argmax comes from the lm_head screen (lm_screen below), and hz_gpu_logits_fetch runs the lm_head
+ * GEMV on the step's stored x when they are asked for, with the same bits.
  * A prompt of more than one token goes to the batched prefill of prefill_cuda.c (chunks of up to 512
  * tokens: cuBLAS GEMMs, batched norms/RoPE/attention, a tensor-core W4A16 kernel per expert group);
  * HZ_GPU_PREFILL=token keeps the token-by-token path through the decode step, which the tests compare
@@ -47,6 +49,7 @@
 #include "model.h"
 #include "forward_cuda.h"
 
+#include "../../cuda/model/decode_screen.cuh"
 #include "../../cuda/model/model_ops.cuh"
 #include "../../cuda/w4a16.cuh"
 
@@ -136,6 +139,7 @@ void hz_gpu_model_destroy(hz_model *m) {
     free(g->leases);
     free(g->dw.layers);
     if (g->table) g->be->ops->mem_free(g->be, (void *)g->table);
+    if (g->lm_screen_mem) g->be->ops->mem_free(g->be, g->lm_screen_mem);
     if (g->weights) g->be->ops->mem_free(g->be, g->weights);
     free(g);
     m->gpu = NULL;
@@ -155,6 +159,33 @@ static int decode_setup(hz_model *m, hz_gpu_model *g) {
     if (c->shared_inter > max_in) max_in = c->shared_inter;
     int st = hz_decode_device_info(g->queue, max_in, &g->dev);
     return st ? hz_error_prefix(st, "model") : HZ_OK;
+}
+
+/* The lm_head screen (cuda/model/decode_screen.cuh): a greedy step reads an INT8 copy of the lm_head
+ * rows and then only the FP16 rows that can hold the largest logit, instead of every FP16 row (OLMoE-1B-7B
+ * shape, 206 MB per token; Qwen1.5-MoE-A2.7B, 622 MB), and picks the same token. It costs vocab x hidden
+ * bytes (+ 8 per row) of device memory; without that memory, or with HZ_GPU_LM_SCREEN=0 at model
+ * creation, every step reads the FP16 rows as before (doc/architecture.md). */
+static int lm_screen_setup(hz_model *m, hz_gpu_model *g) {
+    const hz_model_config *c = &m->cfg;
+    uint32_t on = 1;
+    hz_env_u32("HZ_GPU_LM_SCREEN", 0, 1, &on);
+    if (!on || !hz_decode_screen_supported(c->hidden)) return HZ_OK;
+    const uint64_t V = c->vocab, codes = hz_align_up(V * c->hidden, ALIGN), rows4 = hz_align_up(V * 4u, ALIGN);
+    int st = g->be->ops->mem_alloc(g->be, codes + 2u * rows4, (void **)&g->lm_screen_mem);
+    if (st == HZ_ENOMEM) {
+        hz_log(HZ_LOG_INFO, "model: no device memory for the lm_head screen (%llu bytes): greedy steps read every "
+                            "lm_head row: %s", (unsigned long long)(codes + 2u * rows4), hz_last_error_message());
+        g->lm_screen_mem = NULL;
+        return HZ_OK;
+    }
+    if (st) return hz_error_prefix(st, "model: lm_head screen");
+    g->lm_q = (int8_t *)g->lm_screen_mem;
+    g->lm_scale = (float *)(void *)(g->lm_screen_mem + codes);
+    g->lm_coef = (float *)(void *)(g->lm_screen_mem + codes + rows4);
+    st = hz_decode_screen_prepare(g->dw.lm_head, c->vocab, c->hidden, g->lm_q, g->lm_scale, g->lm_coef, g->queue);
+    if (!st) st = g->be->ops->queue_sync(g->be, HZ_QUEUE_COMPUTE);
+    return st ? hz_error_prefix(st, "model: preparing the lm_head screen") : HZ_OK;
 }
 
 int hz_gpu_model_create(hz_model *m) {
@@ -187,6 +218,8 @@ int hz_gpu_model_create(hz_model *m) {
     if (!st) st = g->be->ops->queue_sync(g->be, HZ_QUEUE_COMPUTE);
     if (st) return hz_error_prefix(st, "model: uploading %llu bytes of non-routed weights", (unsigned long long)total);
     st = decode_setup(m, g);
+    if (st) return st;
+    st = lm_screen_setup(m, g);
     if (st) return st;
     /* The routed experts' kernels (grouped executor), chosen once here: for a model without a shared
      * expert (nothing runs beside the routed experts), the two-pass kernels, whose down kernel leaves room on the multiprocessors
@@ -238,6 +271,7 @@ static void session_destroy(hz_session *s) {
  * position parity p: where the next queued lm_head writes, and where the caller's run reads. */
 static void use_parity(hz_gpu_session *g, uint32_t p) {
     g->logits = g->logits_buf[p];
+    g->xlm = g->xlm_buf[p];
     g->h_argmax = g->h_argmax_slot[p];
     g->d_argmax = g->d_argmax_slot[p];
 }
@@ -286,6 +320,11 @@ static uint64_t layout_act(hz_session *s, hz_gpu_session *g, uint8_t *base) {
     g->ready = hz_gpu_carve(base, &off, (uint64_t)c->layers * 2u * 4u);
     g->rtags = hz_gpu_carve(base, &off, (uint64_t)c->layers * c->experts * 4u);
     g->tab = hz_gpu_carve(base, &off, (uint64_t)c->layers * c->experts * sizeof(void *));
+    g->xlm_buf[0] = hz_gpu_carve(base, &off, H * 2);
+    g->xlm_buf[1] = hz_gpu_carve(base, &off, H * 2);
+    g->lm_ub = hz_gpu_carve(base, &off, V * 4);
+    g->lm_best = hz_gpu_carve(base, &off, 8);
+    g->lm_summed = hz_gpu_carve(base, &off, 8);
     return off;
 }
 
@@ -382,7 +421,8 @@ static int session_create(hz_session *s) {
     const uint64_t slots_at = stage_at + (uint64_t)c->layers * c->experts * sizeof(void *);
     g->slot_bytes = hz_align_up(2u * K * 4u + 8u, 64);
     const uint64_t changes_at = slots_at + c->layers * g->slot_bytes;
-    const uint64_t pinned_bytes = changes_at + (1u + (uint64_t)c->layers) * 4u;
+    const uint64_t summed_at = hz_align_up(changes_at + (1u + (uint64_t)c->layers) * 4u, 8);
+    const uint64_t pinned_bytes = summed_at + 8u;
     g->rows = hz_calloc(rows_n, sizeof *g->rows);
     g->map = hz_calloc((size_t)c->layers * c->experts, sizeof *g->map);
     if (!g->rows || !g->map) return HZ_ENOMEM;
@@ -427,6 +467,9 @@ static int session_create(hz_session *s) {
     g->tab_stage = (const void **)(void *)(g->pinned + stage_at);
     g->h_changes = (uint32_t *)(void *)(g->pinned + changes_at);
     g->h_changes[0] = 0;
+    g->h_lm_summed = (volatile unsigned long long *)(void *)(g->pinned + summed_at);
+    *g->h_lm_summed = 0;
+    if (hz_decode_host_pointer((void *)g->h_lm_summed, (void **)&g->d_lm_summed) != HZ_OK) g->d_lm_summed = NULL;
     for (uint32_t i = 0; i < K; i++) g->h_gate_rows[i] = (uint64_t)(uintptr_t)hz_cache_first_row(m->cache);
     g->ahead_on = g->route_mirror && !m->gpu->full && env_on("HZ_GPU_EXPERTS_AHEAD");
     if (g->ahead_on && (hz_decode_host_pointer((void *)g->h_go, (void **)&g->d_go) != HZ_OK ||
@@ -946,6 +989,12 @@ static int gate_in_router(const hz_session *s, int mirror) {
     return experts_ahead(s, mirror) && s->gpu->gate_in_router;
 }
 
+/* Whether a step's argmax comes from the lm_head screen: where the model has it and the session samples
+ * greedily (a sampler reads every logit anyway). */
+static int screen_wanted(const hz_session *s) {
+    return s->model->gpu->lm_screen_mem != NULL && s->sampler.temperature == 0.0f;
+}
+
 /* Every kernel of a step after hz_decode_begin, on `stream` (the compute queue, or the capture stream
  * of the graph). Per layer:
  *   qkv GEMV      x = attn_norm(h + moe of the previous layer), or of the embedding row (layer 0)
@@ -1080,7 +1129,18 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
                             .shared = qwen ? g->shd : NULL, .shared_gate = qwen ? g->sgate : NULL,
                             .norm_w = gm->dw.final_norm, .eps = c->rms_eps, .tail = HZ_DGEMV_TAIL_ARGMAX,
                             .argmax_out = g->argmax, .argmax_host = g->d_argmax, .tail_scratch = g->tail};
-        CALL(hz_decode_gemv(&ha, &gm->dev, &kl));
+        if (g->step_screen) {
+            /* the argmax through the screen; the logits only when asked for (hz_gpu_logits_fetch) */
+            hz_dscreen_args sa = {.x = ha, .w = gm->dw.lm_head, .q = gm->lm_q, .scale = gm->lm_scale,
+                                  .coef = gm->lm_coef, .rows = c->vocab, .ub = g->lm_ub, .best = g->lm_best,
+                                  .argmax_out = g->argmax, .argmax_host = g->d_argmax, .summed = g->lm_summed,
+                                  .summed_host = g->d_lm_summed, .tail_scratch = g->tail};
+            sa.x.x_out = g->xlm;
+            sa.x.step = g->dstep;
+            CALL(hz_decode_screen(&sa, &gm->dev, &kl));
+        } else {
+            CALL(hz_decode_gemv(&ha, &gm->dev, &kl));
+        }
     }
     l = L - 1;
     if (ahead && !g->capturing) CALL(routed_ahead(s, l, g->route_ev[l & 1u]));
@@ -1142,6 +1202,7 @@ static void graph_capture(hz_session *s) {
         }
     }
     g->graph_state = 1;
+    g->graph_screen = g->step_screen;
 }
 
 /* Queues the step at position pos ahead (its graph, its token the device's argmax of the step
@@ -1150,6 +1211,7 @@ static int spec_launch(hz_session *s, uint32_t pos) {
     hz_gpu_session *g = s->gpu;
     hz_backend *be = s->model->gpu->be;
     const int p = (int)(pos & 1u);
+    g->screened[p] = g->graph_screen;
     int st = hz_decode_graph_launch(graph_at(g, pos), 0, pos, g->dstep, g->argmax, s->model->gpu->queue);
     if (!st) g->epoch++;
     if (!st) st = queue_argmax_copy(s, (uint32_t)p);
@@ -1198,6 +1260,8 @@ static int spec_drain(hz_session *s) {
     return st ? hz_error_prefix(st, "waiting for the step queued ahead") : HZ_OK;
 }
 
+static int graphs_reset(hz_session *s);
+
 /* One token at position pos; `last`: also lm_head and the argmax, brought back to *h_argmax (the
  * logits stay on the device until hz_gpu_logits_fetch). At full residency the last-token step is the
  * captured graph (unless disabled or its capture failed); otherwise the same kernels are launched one
@@ -1218,7 +1282,12 @@ static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
      * residency only with the hits on the device: a captured step records no event between its
      * kernels, and only then does none need one. */
     const int graphable = last && g->use_graph && (gm->full || (hits && g->partial_graph));
+    /* The graphs hold the lm_head screen or the GEMV: a session whose sampler changed between greedy
+     * and sampling captures them again. */
+    g->step_screen = last && screen_wanted(s);
+    if (graphable && g->graph_state == 1 && g->graph_screen != g->step_screen) CALL(graphs_reset(s));
     if (graphable && g->graph_state == 2) graph_capture(s);
+    if (last) g->screened[pos & 1u] = g->step_screen;
     if (graphable && g->graph_state == 1) {
         int st = hz_decode_graph_launch(graph_at(g, pos), token, pos, g->dstep, NULL, q);
         if (st) return hz_error_prefix(st, "decode step at position %u", pos);
@@ -1284,6 +1353,7 @@ static int forward(hz_session *s, const int32_t *tokens, uint32_t n) {
     }
     /* The logits and the argmax of this run's last position go to its parity's buffers. */
     use_parity(g, (s->pos + n - 1u) & 1u);
+    g->screened[(s->pos + n - 1u) & 1u] = 0; /* a step below says otherwise; the prefill writes the logits */
     /* Prompts run through the batched prefill (prefill_cuda.c); HZ_GPU_PREFILL=token keeps them on the
      * token-by-token path below, =batched sends single tokens there too (tests compare the paths). */
     if (hz_gpu_prefill_wanted(s, n)) return hz_gpu_prefill_forward(s, tokens, n);
@@ -1314,7 +1384,21 @@ int hz_gpu_logits_fetch(const hz_session *s) {
     hz_gpu_session *g = s->gpu;
     if (g->logits_on_host) return HZ_OK;
     hz_backend *be = s->model->gpu->be;
-    int st = hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, s->logits, g->logits, (uint64_t)s->model->cfg.vocab * 4u,
+    const uint32_t p = g->logits == g->logits_buf[1];
+    int st = HZ_OK;
+    if (g->screened[p]) {
+        /* The step ran the screen: its logits are the lm_head GEMV on the x it stored, queued behind it
+         * (and behind a step queued ahead, which writes the other parity's buffers). */
+        const hz_model_config *c = &s->model->cfg;
+        hz_dgemv_args la = {.seg = {{s->model->gpu->dw.lm_head, NULL, g->logits, c->vocab, 1}}, .nseg = 1,
+                            .in = c->hidden, .x_mode = HZ_DGEMV_X_PLAIN, .x = g->xlm};
+        const hz_klaunch kl = {s->model->gpu->queue, 0};
+        st = hz_decode_enter(s->model->gpu->queue);
+        if (!st) st = hz_decode_gemv(&la, &s->model->gpu->dev, &kl);
+        if (st) return hz_error_prefix(st, "computing the logits of a screened step");
+        g->screened[p] = 0;
+    }
+    st = hz_backend_copy_d2h(be, HZ_QUEUE_COMPUTE, s->logits, g->logits, (uint64_t)s->model->cfg.vocab * 4u,
                                  HZ_PURPOSE_ACTIVATION);
     if (!st) st = be->ops->queue_sync(be, HZ_QUEUE_COMPUTE);
     if (st) return hz_error_prefix(st, "reading the logits back");
@@ -1389,6 +1473,9 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
     }
     why[j] = '\0';
     const int mirror = route_mirrored(s, route_placement(s));
+    /* rows the screen summed again since the session began, as of the last screened step that ended */
+    char summed[24] = "null";
+    if (g->d_lm_summed) snprintf(summed, sizeof summed, "%llu", (unsigned long long)*g->h_lm_summed);
     int k = snprintf(buf, n,
                      ",\"decode_path\":\"%s\",\"decode_pdl\":%s,\"graph_kernels\":%u,\"graph_steps\":%llu,"
                      "\"eager_steps\":%llu,\"attention_splits\":%u,\"attention_groups\":\"%s\",\"steps_queued_ahead\":%s,"
@@ -1396,7 +1483,7 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      "\"router_tail\":\"%s\",\"experts_start\":\"%s\",\"expert_kernels\":\"%s\",\"shared_down_start\":%s,"
                      "\"routing_readback\":\"%s\",\"routing_stored\":%llu,\"experts_queued\":\"%s\","
                      "\"experts_gate\":%s,\"experts_gated\":%llu,\"gate_hits\":%llu,\"gates_waited\":%llu,\"gate_table_copies\":%llu,"
-                     "\"graph_fallback\":%s%s%s",
+                     "\"lm_head_screen\":%s,\"lm_head_rows_summed\":%s,\"graph_fallback\":%s%s%s",
                      path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graphs[0][0]),
                      (unsigned long long)g->graph_steps, (unsigned long long)g->eager_steps, g->attn_splits,
                      g->attn_groups ? "by position" : "one",
@@ -1418,7 +1505,8 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      : gate_in_router(s, mirror) ? "\"router\""
                                                  : "\"own kernel\"",
                      (unsigned long long)g->experts_gated, (unsigned long long)g->gate_hits,
-                     (unsigned long long)g->gates_waited, (unsigned long long)g->tab_copies, g->graph_state < 0 ? "\"" : "",
+                     (unsigned long long)g->gates_waited, (unsigned long long)g->tab_copies,
+                     screen_wanted(s) ? "true" : "false", summed, g->graph_state < 0 ? "\"" : "",
                      g->graph_state < 0 ? why : "null", g->graph_state < 0 ? "\"" : "");
     return k < 0 || (size_t)k >= n ? hz_error(HZ_ENOMEM, "session stats: decode fields do not fit") : HZ_OK;
 }

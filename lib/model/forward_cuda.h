@@ -34,6 +34,13 @@ struct hz_gpu_model {
     hz_generation **leases; /* [layers] held while full */
     const void **table;     /* device [layers x experts] row addresses (full only) */
     hz_decode_dev dev;      /* SM count and GEMV grid bound: the decode kernels' launch shapes */
+    /* The lm_head screen (cuda/model/decode_screen.cuh): an INT8 copy of the lm_head rows [vocab x
+     * hidden], a scale and a bound coefficient per row, in one device allocation (lm_screen_mem, NULL
+     * where the screen is off: HZ_GPU_LM_SCREEN=0 at model creation, a hidden size it cannot take, or
+     * no device memory for it). */
+    uint8_t *lm_screen_mem;
+    int8_t *lm_q;
+    float *lm_scale, *lm_coef;
 };
 
 struct hz_gpu_session {
@@ -88,6 +95,19 @@ struct hz_gpu_session {
     int attn_groups;
     uint32_t step_groups;
     float *logits_buf[2];   /* device; `logits` points to the one of the last run */
+    /* The lm_head screen of a greedy step (screen_wanted): the step's final-normed x (xlm_buf[p], p the
+     * position's parity; xlm: the one of the last run), the rows' upper bounds, the tagged largest lower
+     * bound, and a device count of the rows summed again. screened[p]: the step whose logits go to
+     * logits_buf[p] ran the screen, so those logits are computed only when asked for
+     * (hz_gpu_logits_fetch: the lm_head GEMV on xlm_buf[p], the same bits as at the step). step_screen:
+     * the step being queued or captured runs it; graph_screen: the captured graphs do. */
+    hz_f16 *xlm_buf[2], *xlm;
+    float *lm_ub;
+    unsigned long long *lm_best, *lm_summed;
+    volatile unsigned long long *h_lm_summed; /* pinned: the count's total after the last screened step */
+    unsigned long long *d_lm_summed;          /* its device address (NULL: not addressable, no count) */
+    int screened[2];
+    int step_screen, graph_screen;
     int32_t *h_argmax_slot[2]; /* pinned: the argmax of the steps at positions of parity p */
     /* The slots' device addresses: the argmax kernel stores the token there itself, so no copy sits
      * between two steps on the compute queue (both NULL where pinned memory is not addressable by

@@ -755,6 +755,94 @@ static void check_long_context(const char *path, const char *arch, uint32_t spli
 }
 
 /* Whether the comma-separated `list` holds the name [name, name + len). */
+/* The lm_head screen (forward_cuda.c, lm_screen_setup): a model built with it and one without
+ * (HZ_GPU_LM_SCREEN=0) run the same script: a greedy chain without reading the logits, the logits read
+ * at its end, a switch to sampling and back to greedy (the graphs are captured again each time), the
+ * logits read after every run there. Tokens identical and logits bit-identical throughout; the stats
+ * say which sessions screen, and the screen summed again at least one row per greedy step and fewer
+ * than half of all rows. */
+#define SCREEN_CHAIN 20
+static int screen_script(stack *g, int32_t *tok, float *logits) {
+    static const int32_t prompt[5] = {2, 40, 81, 7, 300};
+    const uint32_t V = g->vocab;
+    hz_session *s = NULL;
+    hz_sampler_options so;
+    hz_sampler_options_init(&so);
+    int32_t next = 0, n = 0;
+    const float *h = NULL;
+    int st = hz_session_create(g->m, NULL, &s);
+    if (!st) st = hz_prefill(s, prompt, 5, &next);
+    for (int i = 0; i < SCREEN_CHAIN && !st; i++) {
+        st = hz_decode_step(s, next, &next);
+        tok[n++] = next;
+    }
+    if (!st) st = hz_session_logits(s, &h, NULL);
+    if (!st) memcpy(logits, h, (size_t)V * 4u);
+    for (int phase = 0; phase < 3 && !st; phase++) {
+        so.temperature = phase == 1 ? 0.8f : 0.0f;
+        so.seed = 11;
+        st = hz_session_set_sampler(s, &so);
+        for (int i = 0; i < 6 && !st; i++) {
+            st = hz_decode_step(s, next, &next);
+            tok[n++] = next;
+            if (!st) st = hz_session_logits(s, &h, NULL);
+            if (!st) memcpy(logits + (size_t)(1 + phase * 6 + i) * V, h, (size_t)V * 4u);
+        }
+    }
+    if (st) FAILF("screen script: %s: %s", hz_status_name(st), hz_last_error_message());
+    g->s = s; /* closed by the caller */
+    return st;
+}
+
+static void check_screen(const char *path, const char *arch) {
+    stack ga, gb;
+    setenv("HZ_GPU_LM_SCREEN", "0", 1);
+    const int sa = stack_open(&ga, path, "cuda:0", 0, "grouped");
+    unsetenv("HZ_GPU_LM_SCREEN");
+    if (sa) return;
+    if (stack_open(&gb, path, "cuda:0", 0, "grouped")) {
+        stack_close(&ga);
+        return;
+    }
+    const uint32_t V = ga.vocab, n_tok = SCREEN_CHAIN + 18, n_log = 1 + 18;
+    int32_t ta[SCREEN_CHAIN + 18], tb[SCREEN_CHAIN + 18];
+    float *la = malloc((size_t)n_log * V * 4u), *lb = malloc((size_t)n_log * V * 4u);
+    hz_session *ka = ga.s, *kb = gb.s;
+    if (la && lb && !screen_script(&ga, ta, la) && !screen_script(&gb, tb, lb)) {
+        const uint64_t summed = session_u64(gb.s, "lm_head_rows_summed");
+        char *ja = NULL, *jb = NULL;
+        const int stats = hz_session_stats_json(ga.s, &ja) == HZ_OK && hz_session_stats_json(gb.s, &jb) == HZ_OK;
+        /* greedy steps of the screened model: 20 + 6 + 6 (the sampled ones read every row) */
+        const uint64_t greedy = SCREEN_CHAIN + 12;
+        if (memcmp(ta, tb, sizeof ta) != 0)
+            FAILF("%s: screen: tokens differ from the model without it", arch);
+        else if (memcmp(la, lb, (size_t)n_log * V * 4u) != 0)
+            FAILF("%s: screen: logits differ from the model without it (max rel %.3e)", arch,
+                  max_rel(lb, la, n_log * V));
+        else if (!stats || !strstr(ja, "\"lm_head_screen\":false") || !strstr(jb, "\"lm_head_screen\":true"))
+            FAILF("%s: screen: stats do not say which model screens", arch);
+        else if (summed != UINT64_MAX && (summed < greedy || summed * 2u >= greedy * V))
+            FAILF("%s: screen: %llu rows summed again over %llu greedy steps of %u rows", arch,
+                  (unsigned long long)summed, (unsigned long long)greedy, V);
+        else
+            printf("%s: cuda:0 lm_head screen: %u tokens and %u logit rows bit-identical to the lm_head GEMV "
+                   "(greedy, sampling, greedy again); %.1f rows of %u summed again per greedy step\n",
+                   arch, n_tok, n_log, summed == UINT64_MAX ? -1.0 : (double)summed / (double)greedy, V);
+        hz_free(ja);
+        hz_free(jb);
+    } else if (!la || !lb) {
+        FAILF("%s: screen: allocation", arch);
+    }
+    if (ga.s != ka) hz_session_destroy(ga.s);
+    if (gb.s != kb) hz_session_destroy(gb.s);
+    ga.s = ka;
+    gb.s = kb;
+    free(la);
+    free(lb);
+    stack_close(&ga);
+    stack_close(&gb);
+}
+
 static int list_has(const char *list, const char *name, size_t len) {
     for (const char *p = list; *p;) {
         const char *end = strchr(p, ',');
@@ -765,7 +853,7 @@ static int list_has(const char *list, const char *name, size_t len) {
     return 0;
 }
 
-#define MODEL_GPU_PARTS "run,modes,queued,long,late"
+#define MODEL_GPU_PARTS "run,modes,queued,long,late,screen"
 
 /* Whether HZ_MODEL_GPU_PARTS selects `part` (unset or empty: every part). */
 static int part_on(const char *part) {
@@ -805,6 +893,10 @@ int main(void) {
     if (part_on("modes")) {
         check_decode_modes(path[0], "olmoe");
         check_decode_modes(path[1], "qwen2moe");
+    }
+    if (part_on("screen")) {
+        check_screen(path[0], "olmoe");
+        check_screen(path[1], "qwen2moe");
     }
     if (part_on("queued")) {
         check_queued_ahead(path[0], "olmoe");

@@ -1,0 +1,334 @@
+/* The greedy pick through an INT8 screen of the lm_head rows (see decode_screen.cuh for the contract
+ * and the bound; doc/numerics.md for its derivation). */
+#include <cmath>
+#include <cstring>
+
+#include "decode_gemv.cuh"
+#include "decode_launch.cuh"
+#include "decode_screen.cuh"
+#include "ops_common.cuh"
+
+namespace {
+
+constexpr int kScreenBatch = 4; /* 16-byte chunks of codes per lane in flight for one row: 2,048 codes per warp */
+
+/* Floats as unsigned words whose order is the floats' order (-0 just below +0; NaN is never stored). */
+__device__ __forceinline__ uint32_t ord_enc(float f) {
+    const uint32_t b = __float_as_uint(f);
+    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+__device__ __forceinline__ float ord_dec(uint32_t e) {
+    return __uint_as_float((e & 0x80000000u) ? (e & 0x7fffffffu) : ~e);
+}
+
+/* Code k (0..3) of a word of four INT8 codes, as a float (exact). */
+__device__ __forceinline__ float code_at(uint32_t word, int k) {
+    return (float)((int32_t)(word << (24 - 8 * k)) >> 24);
+}
+
+/* 16 INT8 codes times the 16 FP16 inputs xs4[2c], xs4[2c + 1], added to acc in FP32 (every product is
+ * exact: 8 by 11 significant bits). */
+__device__ __forceinline__ float dot16_codes(uint4 codes, const uint4 *xs4, uint32_t c, float acc) {
+    const uint4 x0 = xs4[2u * c], x1 = xs4[2u * c + 1u];
+    const __half2 *h0 = reinterpret_cast<const __half2 *>(&x0);
+    const __half2 *h1 = reinterpret_cast<const __half2 *>(&x1);
+    const uint32_t cw[4] = {codes.x, codes.y, codes.z, codes.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        /* codes 4i .. 4i+3 meet inputs 4i .. 4i+3: halves 2i and 2i+1 of x0 (i < 2) or of x1 */
+        const __half2 *h = i < 2 ? h0 + 2 * i : h1 + 2 * (i - 2);
+        const float2 a = __half22float2(h[0]), b = __half22float2(h[1]);
+        acc = fmaf(code_at(cw[i], 0), a.x, acc);
+        acc = fmaf(code_at(cw[i], 1), a.y, acc);
+        acc = fmaf(code_at(cw[i], 2), b.x, acc);
+        acc = fmaf(code_at(cw[i], 3), b.y, acc);
+    }
+    return acc;
+}
+
+/* sum |x| over the block's staged x, every addition rounded up: never below the exact sum. */
+__device__ float block_abs_sum_up(const uint16_t *xs, uint32_t n, float *red) {
+    float s = 0.0f;
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) s = __fadd_ru(s, fabsf(h2f(xs[i])));
+#pragma unroll
+    for (int o = kWarp / 2; o > 0; o >>= 1) s = __fadd_ru(s, __shfl_xor_sync(0xffffffffu, s, o));
+    const uint32_t lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, nwarps = blockDim.x / kWarp;
+    __syncthreads(); /* red may still be read by an earlier reduction */
+    if (lane == 0) red[warp] = s;
+    __syncthreads();
+    if (warp == 0) {
+        float r = lane < nwarps ? red[lane] : 0.0f;
+#pragma unroll
+        for (int o = kWarp / 2; o > 0; o >>= 1) r = __fadd_ru(r, __shfl_xor_sync(0xffffffffu, r, o));
+        if (lane == 0) red[kWarp] = r;
+    }
+    __syncthreads();
+    return red[kWarp];
+}
+
+/* x into shared memory as hz_decode_gemv builds it (PLAIN or RESNORM); block 0 also stores it into
+ * x_out. Ends with a barrier. */
+__device__ void screen_build_x(const hz_dgemv_args &x, uint16_t *xs, float *red) {
+    if (x.x_mode == HZ_DGEMV_X_RESNORM) {
+        build_resnorm<true>(x, xs, red, make_uint4(0, 0, 0, 0), false);
+    } else {
+        for (uint32_t c = threadIdx.x; c < x.in / 8u; c += blockDim.x) {
+            const uint4 v = reinterpret_cast<const uint4 *>(x.x)[c];
+            reinterpret_cast<uint4 *>(xs)[c] = v;
+            if (blockIdx.x == 0 && x.x_out != x.x) reinterpret_cast<uint4 *>(x.x_out)[c] = v;
+        }
+    }
+    __syncthreads();
+}
+
+/* Pass 1: every row's screened value and upper bound (ub), and the grid's largest lower bound (best). */
+__global__ void __launch_bounds__(kGemvThreads, 4) screen_kernel(const __grid_constant__ hz_dscreen_args a) {
+    extern __shared__ __align__(16) uint16_t xs[];
+    __shared__ float red[kWarp + 1];
+    const uint32_t lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    const uint32_t in = a.x.in, chunks = in / 16u, stride = gridDim.x * kGemvWarps;
+    uint32_t row = blockIdx.x * kGemvWarps + warp;
+    const uint4 *codes = reinterpret_cast<const uint4 *>(a.q);
+    uint4 cv[kScreenBatch];
+    /* the codes are never written by a step: the first row's are asked for before the wait */
+    if (row < a.rows) load_batch(codes + (size_t)row * chunks, 0, lane, chunks, cv);
+    griddep_wait();
+    griddep_launch();
+    screen_build_x(a.x, xs, red);
+    const float x1 = block_abs_sum_up(xs, in, red);
+    const uint4 *xs4 = reinterpret_cast<const uint4 *>(xs);
+    float lmax = -INFINITY;
+    while (row < a.rows) {
+        const uint32_t next = row + stride;
+        const uint4 *c4 = codes + (size_t)row * chunks;
+        const float scale = __ldg(a.scale + row), coef = __ldg(a.coef + row);
+        float acc = 0.0f;
+        for (uint32_t c0 = 0;;) {
+#pragma unroll
+            for (int u = 0; u < kScreenBatch; u++) {
+                const uint32_t c = c0 + (uint32_t)u * kWarp + lane;
+                if (c < chunks) acc = dot16_codes(cv[u], xs4, c, acc);
+            }
+            c0 += (uint32_t)kScreenBatch * kWarp;
+            if (c0 >= chunks) break;
+            load_batch(c4, c0, lane, chunks, cv);
+        }
+        if (next < a.rows) load_batch(codes + (size_t)next * chunks, 0, lane, chunks, cv);
+        const float z = __fmul_rn(scale, warp_sum(acc));
+        const float e = __fmul_ru(coef, x1);
+        if (lane == 0) {
+            a.ub[row] = __fadd_ru(z, e);
+            lmax = fmaxf(lmax, __fsub_rd(z, e)); /* a NaN bound is left out (its row is always read again) */
+        }
+        row = next;
+    }
+    const float bmax = block_reduce<true>(lmax, red);
+    if (threadIdx.x == 0) {
+        const unsigned long long tagged = (unsigned long long)__ldcg(&a.x.step->epoch) << 32 | ord_enc(bmax);
+        atomicMax(a.best, tagged);
+    }
+}
+
+/* Pass 2: the rows that can hold the maximum, summed as the decode GEMV sums them; their argmax. */
+struct pick_params {
+    hz_dscreen_args a;
+    uint32_t *counter; /* blocks finished; back to 0 after each launch */
+    float *bval;       /* each block's best value and row */
+    uint32_t *bidx;
+};
+
+__global__ void __launch_bounds__(kGemvThreads) pick_kernel(const __grid_constant__ pick_params p) {
+    extern __shared__ __align__(16) uint16_t xs[];
+    __shared__ float wv[kGemvWarps];
+    __shared__ uint32_t wi[kGemvWarps];
+    __shared__ uint32_t last;
+    const hz_dscreen_args &a = p.a;
+    const uint32_t lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    const uint32_t in = a.x.in, chunks = in / 8u;
+    griddep_wait();
+    griddep_launch();
+    const unsigned long long tagged = __ldcg(a.best);
+    /* a word from another step (never expected: the screen ran just before) lets every row through */
+    const float m = (uint32_t)(tagged >> 32) == __ldcg(&a.x.step->epoch) ? ord_dec((uint32_t)tagged) : -INFINITY;
+    for (uint32_t c = threadIdx.x; c < chunks; c += blockDim.x)
+        reinterpret_cast<uint4 *>(xs)[c] = __ldcg(reinterpret_cast<const uint4 *>(a.x.x_out) + c);
+    __syncthreads();
+    const uint4 *xs4 = reinterpret_cast<const uint4 *>(xs);
+    float best = -INFINITY;
+    uint32_t bi = kNoIndex;
+    unsigned long long summed = 0;
+    const uint32_t tiles = (a.rows + kWarp - 1u) / kWarp, gw = gridDim.x * kGemvWarps;
+    for (uint32_t t = blockIdx.x * kGemvWarps + warp; t < tiles; t += gw) {
+        const uint32_t r = t * kWarp + lane;
+        const bool take = r < a.rows && !(__ldcg(a.ub + r) < m); /* NaN bounds are read again */
+        uint32_t mask = __ballot_sync(0xffffffffu, take);
+        while (mask) {
+            const uint32_t row = t * kWarp + (uint32_t)(__ffs(mask) - 1);
+            mask &= mask - 1u;
+            /* hz_decode_gemv's row: batches of kBatch chunks per lane, fmaf in chunk order, the xor
+             * butterfly, + 0 (no bias) */
+            const uint4 *w4 = reinterpret_cast<const uint4 *>(a.w + (size_t)row * in);
+            uint4 wb[kBatch];
+            load_batch(w4, 0, lane, chunks, wb);
+            float acc = 0.0f;
+            for (uint32_t c0 = 0;;) {
+                acc = fma_batch(wb, xs4, c0, lane, chunks, acc);
+                c0 += (uint32_t)kBatch * kWarp;
+                if (c0 >= chunks) break;
+                load_batch(w4, c0, lane, chunks, wb);
+            }
+            const float v = warp_sum(acc) + 0.0f;
+            if (argmax_better(v, row, best, bi)) {
+                best = v;
+                bi = row;
+            }
+            summed++;
+        }
+    }
+    if (a.summed && lane == 0 && summed) atomicAdd(a.summed, summed);
+    bi = block_argmax(best, bi, wv, wi);
+    if (threadIdx.x == 0) {
+        float v = -INFINITY; /* the winner's value: its warp's entry (a row is summed by one warp only) */
+        for (uint32_t w = 0; w < kGemvWarps; w++)
+            if (bi != kNoIndex && wi[w] == bi) v = wv[w];
+        p.bval[blockIdx.x] = v;
+        p.bidx[blockIdx.x] = bi;
+    }
+    /* The last block to finish sees every other block's best (fence before the ticket, fence after). */
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(p.counter, 1u) == gridDim.x - 1u;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    best = -INFINITY;
+    bi = kNoIndex;
+    for (uint32_t b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
+        const float v = __ldcg(p.bval + b);
+        const uint32_t i = __ldcg(p.bidx + b);
+        if (argmax_better(v, i, best, bi)) {
+            best = v;
+            bi = i;
+        }
+    }
+    bi = block_argmax(best, bi, wv, wi);
+    if (threadIdx.x == 0) {
+        *a.argmax_out = (int32_t)bi;
+        if (a.argmax_host) *a.argmax_host = (int32_t)bi; /* visible to the host once the grid completes */
+        if (a.summed && a.summed_host) *a.summed_host = __ldcg(a.summed); /* every block added before its ticket */
+        *p.counter = 0;                                  /* ready for the next launch */
+    }
+}
+
+/* One warp per row: s = max|w| / 127, codes rint(w / s), coef (decode_screen.cuh). */
+__global__ void prepare_kernel(const uint16_t *w, uint32_t rows, uint32_t in, int8_t *q, float *scale, float *coef,
+                               float factor) {
+    const uint32_t lane = threadIdx.x % kWarp;
+    const uint32_t row = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+    if (row >= rows) return;
+    const uint16_t *wr = w + (size_t)row * in;
+    int8_t *qr = q + (size_t)row * in;
+    float m = 0.0f;
+    bool finite = true;
+    for (uint32_t j = lane; j < in; j += kWarp) {
+        const float v = fabsf(h2f(wr[j]));
+        finite = finite && isfinite(v);
+        m = fmaxf(m, v);
+    }
+    m = warp_max(m);
+    finite = __all_sync(0xffffffffu, finite);
+    float s = 0.0f, d = 0.0f, cf;
+    if (!finite || m == 0.0f) {
+        for (uint32_t j = lane; j < in; j += kWarp) qr[j] = 0;
+        cf = finite ? 0.0f : INFINITY;
+    } else {
+        s = m / 127.0f;
+        for (uint32_t j = lane; j < in; j += kWarp) {
+            const float v = h2f(wr[j]);
+            const float c = fminf(127.0f, fmaxf(-127.0f, rintf(v / s)));
+            qr[j] = (int8_t)c;
+            d = fmaxf(d, fabsf(fmaf(-s, c, v)));
+        }
+        d = warp_max(d);
+        cf = __fadd_ru(__fmul_ru(d, 1.0f + 0x1p-20f), __fmul_ru(m, factor));
+    }
+    if (lane == 0) {
+        scale[row] = s;
+        coef[row] = cf;
+    }
+}
+
+} // namespace
+
+/* ---- launch functions ------------------------------------------------------------------------------ */
+
+extern "C" int hz_decode_screen_supported(uint32_t in) { return in > 0 && in % 16u == 0 && in <= kGemvMaxIn; }
+
+extern "C" float hz_decode_screen_rounding_factor(uint32_t in) {
+    const double u = std::ldexp(1.0, -24), nu = (double)in * u;
+    const double want = 2.01 * (nu / (1.0 - nu) + u);
+    float f = (float)want;
+    if ((double)f < want) f = std::nextafter(f, INFINITY);
+    return f;
+}
+
+extern "C" int hz_decode_screen_prepare(const uint16_t *w, uint32_t rows, uint32_t in, int8_t *q, float *scale,
+                                        float *coef, void *stream) {
+    if (!w || !q || !scale || !coef || rows == 0) return hz_error(HZ_EINVAL, "lm_head screen: NULL argument or no rows");
+    if (!hz_decode_screen_supported(in))
+        return hz_error(HZ_EUNSUPPORTED, "lm_head screen: rows of %u values (a multiple of 16 up to %u)", in, kGemvMaxIn);
+    const unsigned warps = 8, blocks = (unsigned)((rows + warps - 1u) / warps);
+    prepare_kernel<<<blocks, warps * kWarp, 0, static_cast<cudaStream_t>(stream)>>>(
+        w, rows, in, q, scale, coef, hz_decode_screen_rounding_factor(in));
+    const cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the lm_head screen's preparation");
+}
+
+extern "C" int hz_decode_screen(const hz_dscreen_args *a, const hz_decode_dev *dev, const hz_klaunch *k) {
+    if (!a || !dev || !k) return hz_error(HZ_EINVAL, "lm_head screen: NULL argument");
+    if (!a->w || !a->q || !a->scale || !a->coef || !a->ub || !a->best || !a->argmax_out || !a->tail_scratch ||
+        !a->x.x_out || !a->x.step || a->rows == 0 || a->rows > 0x7fffffffu)
+        return hz_error(HZ_EINVAL, "lm_head screen: a buffer is missing or %u rows", a->rows);
+    if (!hz_decode_screen_supported(a->x.in))
+        return hz_error(HZ_EUNSUPPORTED, "lm_head screen: rows of %u values (a multiple of 16 up to %u)", a->x.in,
+                        kGemvMaxIn);
+    if (a->x.x_mode != HZ_DGEMV_X_PLAIN && a->x.x_mode != HZ_DGEMV_X_RESNORM)
+        return hz_error(HZ_EUNSUPPORTED, "lm_head screen: x mode %u (plain or residual norm)", a->x.x_mode);
+    if (!aligned16(a->w) || !aligned16(a->q) || !aligned16(a->x.x_out) ||
+        (a->x.x_mode == HZ_DGEMV_X_PLAIN && !aligned16(a->x.x)))
+        return hz_error(HZ_EINVAL, "lm_head screen: rows, codes and x must be 16-byte aligned");
+    /* the x arguments are checked as the GEMV checks them, for a GEMV of these rows without a tail */
+    hz_dgemv_args xc = a->x;
+    memset(xc.seg, 0, sizeof xc.seg);
+    xc.seg[0].w = a->w;
+    xc.seg[0].y = a->ub;
+    xc.seg[0].rows = a->rows;
+    xc.seg[0].out_f32 = 1;
+    xc.nseg = 1;
+    xc.tail = HZ_DGEMV_TAIL_NONE;
+    xc.ready = NULL;
+    xc.tags = NULL;
+    xc.zero = NULL;
+    int st = dgemv_check(&xc, dev);
+    if (st) return hz_error_prefix(st, "lm_head screen");
+    hz_dscreen_args sa = *a;
+    sa.x = xc;
+    sa.x.seg[0].y = NULL; /* not written */
+    uint64_t blocks = (a->rows + kGemvWarps - 1u) / kGemvWarps;
+    if (blocks > dev->gemv_grid) blocks = dev->gemv_grid;
+    const size_t smem = (size_t)a->x.in * 2u;
+    cudaError_t e = launch(screen_kernel, (unsigned)blocks, 1, kGemvThreads, smem, k, sa);
+    if (e != cudaSuccess) return cuda_fail(e, "launch of the lm_head screen");
+    pick_params p;
+    memset(&p, 0, sizeof p);
+    p.a = sa;
+    uint8_t *t = static_cast<uint8_t *>(a->tail_scratch);
+    p.counter = reinterpret_cast<uint32_t *>(t);
+    p.bval = reinterpret_cast<float *>(t + 256);
+    p.bidx = reinterpret_cast<uint32_t *>(t + 256 + (size_t)dev->gemv_grid * 4u);
+    const uint64_t tiles = (a->rows + kWarp - 1u) / kWarp;
+    uint64_t pblocks = (tiles + kGemvWarps - 1u) / kGemvWarps;
+    if (pblocks > dev->gemv_grid) pblocks = dev->gemv_grid;
+    e = launch(pick_kernel, (unsigned)pblocks, 1, kGemvThreads, smem, k, p);
+    return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the lm_head pick");
+}
