@@ -509,12 +509,14 @@ int hz_prefill(hz_session *session, const int32_t *tokens, uint32_t n, int32_t *
 int hz_decode_step(hz_session *session, int32_t token, int32_t *out_next);
 
 /* The FP32 logits of the last token run (vocab_size values), owned by the session, valid until its next
- * prefill, decode step or reset. On a cuda session a greedy step leaves the logits on the device: the
- * first call after a run copies them to the host (the address returned does not change), so even this
- * read-only-looking call must not overlap another call on the same session.
+ * prefill, decode step or reset. On a cuda session a greedy step leaves the logits on the device, or,
+ * where its token came from the lm_head screen (session stat lm_head_screen), has not computed them:
+ * the first call after a run computes them if needed (the same bits as a step without the screen) and
+ * copies them to the host (the address returned does not change), so even this read-only-looking call
+ * must not overlap another call on the same session.
  * Errors: HZ_ESTATE when no token has run since the session was created or reset, or when the last
  * prefill or decode step failed while running (a call refused for its arguments keeps the earlier
- * logits); HZ_EDEVICE when that copy fails. */
+ * logits); HZ_EDEVICE when that computation or copy fails. */
 int hz_session_logits(const hz_session *session, const float **out, uint32_t *out_count);
 
 /* Session counters as one JSON object, into *out (caller frees with hz_free()). Every session reports
@@ -560,6 +562,12 @@ int hz_session_logits(const hz_session *session, const float **out, uint32_t *ou
  *   experts_gate       with the experts ahead, what runs each layer's gate: "router" (the router's
  *                      routing warp, once it has stored the routing) or "own kernel"
  *                      (HZ_GPU_GATE_IN_ROUTER=0 at session creation); null otherwise.
+ *   lm_head_screen     whether this session's last-token steps pick through the lm_head screen (a
+ *                      greedy sampler on a model that has it: an INT8 copy of the lm_head rows made at
+ *                      model creation, unless HZ_GPU_LM_SCREEN=0 or the device lacked the memory); the
+ *                      pick is the lm_head's argmax, and the logits are computed when asked for;
+ *   lm_head_rows_summed the rows the screen summed again in FP16 since the session began (null where
+ *                      pinned memory is not addressable by kernels).
  * Fields may be added; none is removed or changes meaning within a major version.
  * Errors: HZ_EINVAL (NULL), HZ_ENOMEM. Like every session call, not concurrently with another call on
  * the same session. */
