@@ -114,7 +114,11 @@ typedef enum hz_log_level {
     HZ_LOG_DEBUG = 3
 } hz_log_level;
 
-/* Receives one log line (no trailing newline). May be called from any thread the library uses. */
+/* Receives one log line (no trailing newline). May be called from any thread the library uses, and
+ * while the library holds an internal lock (a cache's, when it reports a fault or a failed prefetch):
+ * it must return without calling any hz_ function other than the error and version getters
+ * (hz_last_error_message, hz_status_name, ...), or that call may deadlock. Copy the message and act on
+ * it after the library call that logged it has returned. */
 typedef void (*hz_log_fn)(void *user, int level, const char *message);
 
 /* Installs a process-wide log callback for messages at `max_level` or more severe; NULL silences the

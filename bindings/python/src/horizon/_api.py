@@ -640,8 +640,10 @@ def _hz_py_log(user: Any, level: int, message: Any) -> None:
 def set_log_callback(fn: Optional[Callable[[int, str], None]], level: int = 1) -> None:
     """Routes the library's log lines at `level` or more severe (0 error .. 3 debug) to fn(level, text),
     which may be called from library threads; None silences the library (its default). Install it
-    before creating objects (the library does not synchronise it with calls in flight). `level` must be
-    an int (TypeError otherwise) from 0 to 3 (ValueError otherwise), also with fn None."""
+    before creating objects (the library does not synchronise it with calls in flight). fn may run
+    while the library holds an internal lock: it must not call into this package (record the line and
+    act on it later), or that call may deadlock. `level` must be an int (TypeError otherwise) from 0 to 3
+    (ValueError otherwise), also with fn None."""
     global _log_fn
     if fn is not None and not callable(fn):
         raise TypeError(f"the log callback must be callable or None, not {type(fn).__name__}")
