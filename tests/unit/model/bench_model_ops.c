@@ -15,6 +15,11 @@
  *       return the lower row, and the argmax of the logits it wrote.
  *     attention: the split decode attention against a host FP64 reference (default splits and 1) and
  *       timed against the older one-block-per-head kernel, KV rotated past the L2 cache.
+ *   bench_model_ops --screen [repeats]
+ *     the lm_head's greedy pick at OLMoE-1B-7B's and Qwen1.5-MoE-A2.7B's shapes (50,304 and 151,936 rows
+ *     of 2,048, random weights): the argmax GEMV against the screen (cuda/model/decode_screen.cuh, its
+ *     two kernels), each in a graph as time_graph launches them, with the bytes each reads against the
+ *     device-to-device copy ceiling measured in the same run; both must pick the same row.
  *   bench_model_ops --step olmoe|qwen [experts] [steps]
  *     writes a random model with the full-size layer shapes of OLMoE-1B-7B or Qwen1.5-MoE-A2.7B
  *     (all layers, hidden, heads, vocab, expert widths; `experts` routed experts per layer, default
@@ -56,6 +61,7 @@
 #include "model/forward_cuda.h"
 
 #include "../../../cuda/model/decode_ops.cuh"
+#include "../../../cuda/model/decode_screen.cuh"
 #include "../../../cuda/model/model_ops.cuh"
 #include "../../../cuda/timeline.h"
 
@@ -370,6 +376,86 @@ static int argmax_case(uint32_t V, uint32_t in) {
     cudaFree(tail);
     free(hw);
     free(hx);
+    return bad;
+}
+
+/* ---- the lm_head screen against the argmax GEMV ---------------------------------------------------- */
+
+typedef struct screen_ctx {
+    hz_dgemv_args gemv;
+    hz_dscreen_args screen;
+} screen_ctx;
+
+static int run_argmax_gemv(void *p, int i, cudaStream_t s) {
+    (void)i;
+    const hz_klaunch kl = {s, 1};
+    return hz_decode_gemv(&((screen_ctx *)p)->gemv, &g_dev, &kl);
+}
+
+static int run_screen(void *p, int i, cudaStream_t s) {
+    (void)i;
+    const hz_klaunch kl = {s, 1};
+    return hz_decode_screen(&((screen_ctx *)p)->screen, &g_dev, &kl);
+}
+
+static int screen_case(const char *name, uint32_t V, uint32_t in, int reps) {
+    uint16_t *w = dev_random_f16((size_t)V * in, 1.0f / sqrtf((float)in), 0.0f), *x = dev_random_f16(in, 1.0f, 0.0f);
+    uint16_t *xo;
+    int8_t *q;
+    float *y, *scale, *coef, *ub;
+    unsigned long long *best;
+    int32_t *am;
+    void *tail;
+    hz_dstep *step;
+    const hz_dstep st0 = {0, 0, 1};
+    CK(cudaMalloc((void **)&xo, (size_t)in * 2));
+    CK(cudaMalloc((void **)&q, (size_t)V * in));
+    CK(cudaMalloc((void **)&y, (size_t)V * 4));
+    CK(cudaMalloc((void **)&scale, (size_t)V * 4));
+    CK(cudaMalloc((void **)&coef, (size_t)V * 4));
+    CK(cudaMalloc((void **)&ub, (size_t)V * 4));
+    CK(cudaMalloc((void **)&best, 8));
+    CK(cudaMalloc((void **)&am, 8));
+    CK(cudaMalloc(&tail, hz_decode_tail_bytes(&g_dev)));
+    CK(cudaMalloc((void **)&step, sizeof(hz_dstep)));
+    CK(cudaMemset(tail, 0, hz_decode_tail_bytes(&g_dev)));
+    CK(cudaMemset(best, 0, 8));
+    CK(cudaMemcpy(step, &st0, sizeof st0, cudaMemcpyHostToDevice));
+    int bad = hz_decode_screen_prepare(w, V, in, q, scale, coef, g_stream) != HZ_OK;
+    screen_ctx c;
+    memset(&c, 0, sizeof c);
+    c.gemv.seg[0] = (hz_mgemv_seg){w, NULL, y, V, 1};
+    c.gemv.nseg = 1;
+    c.gemv.in = in;
+    c.gemv.x_mode = HZ_DGEMV_X_PLAIN;
+    c.gemv.x = x;
+    c.gemv.tail = HZ_DGEMV_TAIL_ARGMAX;
+    c.gemv.argmax_out = am;
+    c.gemv.tail_scratch = tail;
+    c.screen.x = c.gemv;
+    c.screen.x.x_out = xo;
+    c.screen.x.step = step;
+    c.screen.w = w, c.screen.q = q, c.screen.scale = scale, c.screen.coef = coef, c.screen.rows = V;
+    c.screen.ub = ub, c.screen.best = best, c.screen.argmax_out = am + 1, c.screen.tail_scratch = tail;
+    int32_t got[2] = {-1, -2};
+    CK(cudaMemsetAsync(am, 0xff, 8, g_stream));
+    if (!bad) bad = run_argmax_gemv(&c, 0, g_stream) || run_screen(&c, 0, g_stream);
+    if (!bad) CK(cudaStreamSynchronize(g_stream)); /* g_stream does not synchronise with the legacy stream */
+    if (!bad) CK(cudaMemcpy(got, am, 8, cudaMemcpyDeviceToHost));
+    if (bad || got[0] != got[1]) {
+        printf("FAIL: %s: %s (GEMV row %d, screen row %d)\n", name, bad ? hz_last_error_message() : "picks differ",
+               (int)got[0], (int)got[1]);
+        bad = 1;
+    } else {
+        const float tg = time_graph(run_argmax_gemv, &c, reps), ts = time_graph(run_screen, &c, reps);
+        const double gb_g = (double)V * in * 2 / 1e9, gb_s = ((double)V * in + (double)V * 12) / 1e9;
+        printf("%-28s argmax GEMV %8.2f us (%7.1f GB/s, %.1f%% of the copy ceiling) | screen %8.2f us (%7.1f GB/s "
+               "over its INT8 pass, %.1f%%) | %.2fx | row %d both\n",
+               name, tg, gb_g / (tg * 1e-6), 100.0 * gb_g / (tg * 1e-6) / g_copy_gbs, ts, gb_s / (ts * 1e-6),
+               100.0 * gb_s / (ts * 1e-6) / g_copy_gbs, tg / ts, (int)got[0]);
+    }
+    cudaFree(w), cudaFree(x), cudaFree(xo), cudaFree(q), cudaFree(y), cudaFree(scale), cudaFree(coef);
+    cudaFree(ub), cudaFree(best), cudaFree(am), cudaFree(tail), cudaFree(step);
     return bad;
 }
 
@@ -1197,7 +1283,7 @@ static int step_bench(const char *arch, uint32_t experts, uint32_t nsteps, int r
 
 int main(int argc, char **argv) {
     const int step_mode = argc > 1 && strcmp(argv[1], "--step") == 0;
-    int reps = !step_mode && argc > 1 ? atoi(argv[1]) : 200;
+    int reps = !step_mode && argc > 1 && argv[1][0] != '-' ? atoi(argv[1]) : 200;
     if (reps < 10) reps = 10;
     struct cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
@@ -1227,6 +1313,16 @@ int main(int argc, char **argv) {
     g_copy_gbs = copy_ceiling();
     printf("device-to-device copy: %.1f GB/s (read + write): the bandwidth ceiling below\n", g_copy_gbs);
     int bad = 0;
+    if (argc > 1 && strcmp(argv[1], "--screen") == 0) {
+        reps = argc > 2 ? atoi(argv[2]) : 200;
+        if (reps < 10) reps = 10;
+        bad |= screen_case("olmoe lm_head 50304x2048", 50304, 2048, reps);
+        bad |= screen_case("qwen lm_head 151936x2048", 151936, 2048, reps);
+        printf(bad ? "bench_model_ops --screen: FAILED\n" : "bench_model_ops --screen: OK\n");
+        cublasDestroy(g_blas);
+        cudaFree(ws);
+        return bad;
+    }
     bad |= gemv_case("dense 2048x2048 (o_proj)", 2048, 2048, 1, reps);
     bad |= gemv_case("olmoe qkv (fused x3)", 2048, 2048, 3, reps);
     bad |= gemv_case("olmoe router", 64, 2048, 1, reps);

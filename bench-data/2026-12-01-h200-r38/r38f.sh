@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Call 8 (carry build-dev = main + the screen's next row asked for before the current row's sums and the
+# pick's first bounds before x (uncommitted), .devcarry/bench_model_ops_prev = 1cb66fd's screen with the
+# fixed --screen harness): the kernel test, then --screen and the steps, previous / new alternating.
+set -u
+export LD_LIBRARY_PATH=$PWD/.devcarry/lib PATH=$PATH:/usr/local/cuda/bin
+B=build-dev
+date
+timeout 100 $B/tests/unit/model/test_decode_screen > $OUT/ds.txt 2>&1; echo "test_decode_screen rc $?"; tail -1 $OUT/ds.txt
+HZ_MODEL_GPU_PARTS=screen,run timeout 120 $B/tests/unit/model/test_model_gpu > $OUT/mg.txt 2>&1; echo "test_model_gpu rc $?"; tail -1 $OUT/mg.txt
+for r in 1 2; do
+  for b in .devcarry/bench_model_ops_prev $B/tests/unit/model/bench_model_ops; do
+    echo "== $b"; timeout 60 $b --screen 200 2>&1 | grep -E "lm_head|FAIL"
+  done
+done
+st() { b=$1 m=$2 c=$3; echo "== $b $m"; HZ_BENCH_GRAPH_ONLY=1 timeout 100 $b --step $m $c 64 2>&1 | grep -E 'graph \+ pdl  \(graph\)|rror' | sed 's/.*(graph)://'; }
+for m in "olmoe 64" "qwen 60"; do
+  for b in .devcarry/bench_model_ops_prev $B/tests/unit/model/bench_model_ops; do st $b $m; done
+done
+date
