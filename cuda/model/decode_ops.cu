@@ -72,17 +72,7 @@ __device__ void build_silu(const hz_dgemv_args &a, uint16_t *xs) {
 
 /* The argmax tail in the last block: every block's best, scanned in parallel, ties to the lower row. */
 __device__ void argmax_final(const dgemv_params &p, uint32_t nblocks, float *wv, uint32_t *wi) {
-    float best = -INFINITY;
-    uint32_t bi = kNoIndex;
-    for (uint32_t b = threadIdx.x; b < nblocks; b += blockDim.x) {
-        const float v = __ldcg(p.bval + b);
-        const uint32_t i = __ldcg(p.bidx + b);
-        if (argmax_better(v, i, best, bi)) {
-            best = v;
-            bi = i;
-        }
-    }
-    bi = block_argmax(best, bi, wv, wi);
+    const uint32_t bi = argmax_of_blocks(p.bval, p.bidx, nblocks, wv, wi);
     if (threadIdx.x == 0) {
         *p.a.argmax_out = (int32_t)bi;
         if (p.a.argmax_host) *p.a.argmax_host = (int32_t)bi; /* visible to the host once the grid completes */

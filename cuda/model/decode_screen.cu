@@ -242,17 +242,7 @@ __global__ void __launch_bounds__(kGemvThreads) pick_kernel(const __grid_constan
     __syncthreads();
     if (!last) return;
     __threadfence();
-    best = -INFINITY;
-    bi = kNoIndex;
-    for (uint32_t b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
-        const float v = __ldcg(p.bval + b);
-        const uint32_t i = __ldcg(p.bidx + b);
-        if (argmax_better(v, i, best, bi)) {
-            best = v;
-            bi = i;
-        }
-    }
-    bi = block_argmax(best, bi, wv, wi);
+    bi = argmax_of_blocks(p.bval, p.bidx, gridDim.x, wv, wi);
     if (threadIdx.x == 0) {
         *a.argmax_out = (int32_t)bi;
         if (a.argmax_host) *a.argmax_host = (int32_t)bi; /* visible to the host once the grid completes */

@@ -142,6 +142,24 @@ __device__ __forceinline__ uint32_t block_argmax(float best, uint32_t bi, float 
     return bi;
 }
 
+/* An argmax tail's last block: every block's best (bval[b], bidx[b] for b < nblocks, written by the other
+ * blocks before their ticket, so read through L2), scanned by the block's threads in parallel, ties to
+ * the lower index; the winner is returned to thread 0 (all threads call it). */
+__device__ __forceinline__ uint32_t argmax_of_blocks(const float *bval, const uint32_t *bidx, uint32_t nblocks,
+                                                     float *wv, uint32_t *wi) {
+    float best = -INFINITY;
+    uint32_t bi = kNoIndex;
+    for (uint32_t b = threadIdx.x; b < nblocks; b += blockDim.x) {
+        const float v = __ldcg(bval + b);
+        const uint32_t i = __ldcg(bidx + b);
+        if (argmax_better(v, i, best, bi)) {
+            best = v;
+            bi = i;
+        }
+    }
+    return block_argmax(best, bi, wv, wi);
+}
+
 /* The router's steps, shared by route_block and route_warp so that a block and a warp select
  * identically; `t` of `n` threads (a block or a warp) take part where a step is parallel. The top-k is
  * ranked on the logits (softmax is monotonic, so the K largest logits are the K largest probabilities;

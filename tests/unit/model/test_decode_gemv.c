@@ -24,6 +24,7 @@
 #include "../../../cuda/model/decode_ops.cuh"
 #include "../../test_fail.h"
 #include "decode_test_dev.h"
+#include "gemv_host_sum.h"
 
 static uint64_t g_rng = 0x2545f4914f6cdd1dull;
 static float urand(void) { /* uniform in [-1, 1) */
@@ -43,31 +44,6 @@ typedef struct {
     uint32_t extra_blocks;
     int bias, f32, argmax, repeat;
 } shape;
-
-/* The 32 lane sums as warp_sum adds them (xor offsets 16, 8, 4, 2, 1): lane 0's result. */
-static float butterfly(float lane[32]) {
-    for (uint32_t o = 16; o > 0; o >>= 1) {
-        float next[32];
-        for (uint32_t l = 0; l < 32; l++) next[l] = lane[l] + lane[l ^ o];
-        memcpy(lane, next, sizeof next);
-    }
-    return lane[0];
-}
-
-/* The kernel's sum for one row (see the top of the file): lane l adds the 16-byte chunks l, l + 32, ...
- * or, on the scalar path (a width that is not a multiple of 8), the values l, l + 32, ... */
-static float row_sum(const uint16_t *w, const uint16_t *x, uint32_t in) {
-    const uint32_t vec = in % 8u == 0 ? 8u : 1u, pieces = in / vec;
-    float lane[32];
-    for (uint32_t l = 0; l < 32; l++) {
-        float acc = 0.0f;
-        for (uint32_t c = l; c < pieces; c += 32u)
-            for (uint32_t j = 0; j < vec; j++)
-                acc = fmaf(hz_f16_to_f32(w[c * vec + j]), hz_f16_to_f32(x[c * vec + j]), acc);
-        lane[l] = acc;
-    }
-    return butterfly(lane);
-}
 
 static void *upload(const void *h, size_t n) {
     void *d = NULL;
@@ -144,7 +120,7 @@ static void check_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t 
     uint32_t bad = 0, best_i = 0;
     float best = -INFINITY;
     for (uint32_t r = 0; r < total; r++) {
-        const float sum = row_sum(w + (size_t)r * in, x, in);
+        const float sum = gemv_row_sum(w + (size_t)r * in, x, in);
         const float v = sum + (sh->bias ? hz_f16_to_f32(b[r]) : 0.0f);
         int same;
         if (sh->f32) {

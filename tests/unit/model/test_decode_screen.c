@@ -23,6 +23,7 @@
 
 #include "../../../cuda/model/decode_screen.cuh"
 #include "decode_test_dev.h"
+#include "gemv_host_sum.h"
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 static float urand(void) { /* uniform in [-1, 1) */
@@ -30,28 +31,6 @@ static float urand(void) { /* uniform in [-1, 1) */
     g_rng ^= g_rng >> 7;
     g_rng ^= g_rng << 17;
     return (float)((g_rng >> 40) & 0xffffffu) / 8388608.0f - 1.0f;
-}
-
-static float butterfly(float lane[32]) {
-    for (uint32_t o = 16; o > 0; o >>= 1) {
-        float next[32];
-        for (uint32_t l = 0; l < 32; l++) next[l] = lane[l] + lane[l ^ o];
-        memcpy(lane, next, sizeof next);
-    }
-    return lane[0];
-}
-
-/* The decode GEMV's FP32 sum of one row (vector path: in is a multiple of 8), + 0 as the GEMV adds
- * its absent bias. */
-static float row_sum(const uint16_t *w, const uint16_t *x, uint32_t in) {
-    float lane[32];
-    for (uint32_t l = 0; l < 32; l++) {
-        float acc = 0.0f;
-        for (uint32_t c = l; c < in / 8u; c += 32u)
-            for (uint32_t j = 0; j < 8; j++) acc = fmaf(hz_f16_to_f32(w[c * 8 + j]), hz_f16_to_f32(x[c * 8 + j]), acc);
-        lane[l] = acc;
-    }
-    return butterfly(lane) + 0.0f;
 }
 
 /* The next FP16 value away from zero in the direction of `dir`'s sign. */
@@ -216,7 +195,7 @@ static void run_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t st
     uint32_t best = 0, sbest = 0;
     double sbest_v = -INFINITY;
     for (uint32_t r = 0; r < R; r++) {
-        exact[r] = row_sum(w + (size_t)r * N, x, N);
+        exact[r] = gemv_row_sum(w + (size_t)r * N, x, N) + 0.0f; /* + 0: the GEMV's absent bias */
         CHECK(isfinite(exact[r]), "row %u: exact sum %g", r, exact[r]);
         CHECK(exact[r] <= ub[r], "row %u: exact %.9g above its upper bound %.9g", r, exact[r], ub[r]);
         if (exact[r] > exact[best]) best = r;
