@@ -126,30 +126,7 @@ static void check_producer(const char *name, producer_fn f, void *ctx) {
 
 /* ---- the producers ----------------------------------------------------------------------------- */
 
-typedef struct world {
-    char *dir;
-    char path[2][TINY_PATH_MAX];
-} world;
-
-static int setup(void **state) {
-    world *w = calloc(1, sizeof *w);
-    if (!w) return -1;
-    if (tiny_model_pair(&w->dir, w->path)) {
-        fprintf(stderr, "tiny models: %s\n", hz_last_error_message());
-        free(w);
-        return -1;
-    }
-    *state = w;
-    return 0;
-}
-
-static int teardown(void **state) {
-    world *w = *state;
-    tiny_rmdir(w->dir);
-    free(w->dir);
-    free(w);
-    return 0;
-}
+typedef tiny_world world; /* the tiny pair (tiny_model.h), this file's group fixture */
 
 static int p_model(void *ctx, char **out) { return hz_model_describe_json(ctx, out); }
 static int p_cache(void *ctx, char **out) { return hz_cache_stats_json(ctx, out); }
@@ -336,5 +313,5 @@ int main(void) {
         cmocka_unit_test(test_artifact_manifest),
         cmocka_unit_test(test_foreign_hooks),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tiny_world_setup, tiny_world_teardown);
 }

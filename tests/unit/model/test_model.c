@@ -16,30 +16,7 @@
 #include "horizon/horizon.h"
 #include "tiny_model.h"
 
-typedef struct world {
-    char *dir;
-    char path[2][TINY_PATH_MAX]; /* [0] olmoe, [1] qwen2moe */
-} world;
-
-static int setup(void **state) {
-    world *w = calloc(1, sizeof *w);
-    if (!w) return -1;
-    if (tiny_model_pair(&w->dir, w->path)) {
-        fprintf(stderr, "tiny models: %s\n", hz_last_error_message());
-        free(w);
-        return -1;
-    }
-    *state = w;
-    return 0;
-}
-
-static int teardown(void **state) {
-    world *w = *state;
-    tiny_rmdir(w->dir);
-    free(w->dir);
-    free(w);
-    return 0;
-}
+typedef tiny_world world; /* the tiny pair (tiny_model.h), this file's group fixture */
 
 /* An opened stack: backing, device, cache (capacity, 0 = all), model. */
 typedef struct stack {
@@ -478,5 +455,5 @@ int main(void) {
         cmocka_unit_test(test_sampler),
         cmocka_unit_test(test_cache_fault_mid_decode),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tiny_world_setup, tiny_world_teardown);
 }

@@ -137,3 +137,23 @@ int tiny_model_pair(char **dir, char path[2][TINY_PATH_MAX]) {
     *dir = d;
     return HZ_OK;
 }
+
+int tiny_world_setup(void **state) {
+    tiny_world *w = calloc(1, sizeof *w);
+    if (!w) return -1;
+    if (tiny_model_pair(&w->dir, w->path)) {
+        fprintf(stderr, "tiny models: %s\n", hz_last_error_message());
+        free(w);
+        return -1;
+    }
+    *state = w;
+    return 0;
+}
+
+int tiny_world_teardown(void **state) {
+    tiny_world *w = *state;
+    tiny_rmdir(w->dir);
+    free(w->dir);
+    free(w);
+    return 0;
+}

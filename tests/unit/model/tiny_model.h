@@ -23,4 +23,14 @@ void tiny_rmdir(const char *dir);
 #define TINY_PATH_MAX 4096
 int tiny_model_pair(char **dir, char path[2][TINY_PATH_MAX]);
 
+/* The pair as a group fixture of a test framework that passes a void ** state (cmocka's group setup and
+ * teardown): setup writes it (tiny_model_pair) into a new tiny_world in *state and returns 0, or -1
+ * with the reason on stderr; teardown removes the directory and frees the world. */
+typedef struct tiny_world {
+    char *dir;
+    char path[2][TINY_PATH_MAX]; /* [0] olmoe, [1] qwen2moe */
+} tiny_world;
+int tiny_world_setup(void **state);
+int tiny_world_teardown(void **state);
+
 #endif
