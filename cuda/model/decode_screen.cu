@@ -158,8 +158,10 @@ __global__ void __launch_bounds__(kGemvThreads, XREG ? 2 : 4) screen_kernel(cons
         const float z = __fmul_rn(scale, warp_sum(acc));
         const float e = __fmul_ru(coef, x1);
         if (lane == 0) {
+            const float lo = __fsub_rd(z, e);
             a.ub[row] = __fadd_ru(z, e);
-            lmax = fmaxf(lmax, __fsub_rd(z, e)); /* a NaN bound is left out (its row is always read again) */
+            if (a.lb) a.lb[row] = lo;
+            lmax = fmaxf(lmax, lo); /* a NaN bound is left out (its row is always read again) */
         }
         row = next;
     }
@@ -247,7 +249,14 @@ __global__ void __launch_bounds__(kGemvThreads) pick_kernel(const __grid_constan
         *a.argmax_out = (int32_t)bi;
         if (a.argmax_host) *a.argmax_host = (int32_t)bi; /* visible to the host once the grid completes */
         if (a.summed && a.summed_host) *a.summed_host = __ldcg(a.summed); /* every block added before its ticket */
-        *p.counter = 0;                                  /* ready for the next launch */
+        if (a.value_out) { /* the winner's value: its block's entry */
+            for (uint32_t b = 0; b < gridDim.x; b++)
+                if (__ldcg(p.bidx + b) == bi) *a.value_out = __ldcg(p.bval + b);
+        }
+        /* Every block read *best before its ticket: cleared for the next step, so that its tag never
+         * has to outgrow an older one (the 32-bit epoch wraps after 2^32 steps) */
+        *a.best = 0;
+        *p.counter = 0; /* ready for the next launch */
     }
 }
 
@@ -342,6 +351,10 @@ extern "C" int hz_decode_screen(const hz_dscreen_args *a, const hz_decode_dev *d
     xc.zero = NULL;
     int st = dgemv_check(&xc, dev);
     if (st) return hz_error_prefix(st, "lm_head screen");
+    /* x must be built as the GEMV builds it on its vector path (which the pick's sums and the logits on
+     * demand repeat): every input 16-byte aligned */
+    if (!dgemv_vec(&xc))
+        return hz_error(HZ_EINVAL, "lm_head screen: the inputs of x must be 16-byte aligned (the GEMV's vector path)");
     hz_dscreen_args sa = *a;
     sa.x = xc;
     sa.x.seg[0].y = NULL; /* not written */

@@ -58,8 +58,8 @@ int hz_decode_screen_prepare(const uint16_t *w, uint32_t rows, uint32_t in, int8
  *           *argmax_out and, when given, *argmax_host (pinned host memory, its device address); the
  *           number of rows summed added to *summed when given (and its new total stored into
  *           *summed_host when that is given too).
- * x.seg, x.nseg and x.tail are ignored. `best` (8 bytes) must be zero before the first use and is
- * never reset: the epoch in its high half names the step (x.step is required). `tail_scratch` is the
+ * x.seg, x.nseg and x.tail are ignored. `best` (8 bytes) must be zero before the first use; the pick
+ * clears it again, and the epoch in its high half names the step (x.step is required). `tail_scratch` is the
  * GEMV tails' (hz_decode_tail_bytes; it returns to zero after every launch). */
 typedef struct hz_dscreen_args {
     hz_dgemv_args x;
@@ -75,6 +75,9 @@ typedef struct hz_dscreen_args {
     /* Optional (with summed): the last block stores *summed's new total here (pinned host memory, its
      * device address), for the host to read without a copy. */
     unsigned long long *summed_host;
+    /* Optional, for tests: each row's lower bound (lb[rows]) and the winner's FP32 value (*value_out). */
+    float *lb;
+    float *value_out;
     void *tail_scratch;
 } hz_dscreen_args;
 

@@ -1286,6 +1286,9 @@ static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
      * and sampling captures them again. */
     g->step_screen = last && screen_wanted(s);
     if (graphable && g->graph_state == 1 && g->graph_screen != g->step_screen) CALL(graphs_reset(s));
+    /* armed by an eager step of the other kind: one more eager step first, so that the capture launches
+     * no kernel for the first time (graph_screen: what the arming step ran) */
+    if (graphable && g->graph_state == 2 && g->graph_screen != g->step_screen) g->graph_state = 0;
     if (graphable && g->graph_state == 2) graph_capture(s);
     if (last) g->screened[pos & 1u] = g->step_screen;
     if (graphable && g->graph_state == 1) {
@@ -1310,7 +1313,10 @@ static int step(hz_session *s, int32_t token, uint32_t pos, int last) {
         int st = enqueue_step(s, last, q);
         if (st) return hz_error_prefix(st, "decode step at position %u", pos);
         g->eager_steps++;
-        if (graphable && g->graph_state == 0) g->graph_state = 2;
+        if (graphable && g->graph_state == 0) {
+            g->graph_state = 2;
+            g->graph_screen = g->step_screen;
+        }
     }
     if (!last) return HZ_OK;
     g->logits_on_host = 0;

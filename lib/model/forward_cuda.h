@@ -100,7 +100,8 @@ struct hz_gpu_session {
      * bound, and a device count of the rows summed again. screened[p]: the step whose logits go to
      * logits_buf[p] ran the screen, so those logits are computed only when asked for
      * (hz_gpu_logits_fetch: the lm_head GEMV on xlm_buf[p], the same bits as at the step). step_screen:
-     * the step being queued or captured runs it; graph_screen: the captured graphs do. */
+     * the step being queued or captured runs it; graph_screen: the captured graphs do (while a capture
+     * is armed, graph_state 2: the eager step that armed it did). */
     hz_f16 *xlm_buf[2], *xlm;
     float *lm_ub;
     unsigned long long *lm_best, *lm_summed;

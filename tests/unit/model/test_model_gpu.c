@@ -756,11 +756,13 @@ static void check_long_context(const char *path, const char *arch, uint32_t spli
 
 /* Whether the comma-separated `list` holds the name [name, name + len). */
 /* The lm_head screen (forward_cuda.c, lm_screen_setup): a model built with it and one without
- * (HZ_GPU_LM_SCREEN=0) run the same script: a greedy chain without reading the logits, the logits read
- * at its end, a switch to sampling and back to greedy (the graphs are captured again each time), the
- * logits read after every run there. Tokens identical and logits bit-identical throughout; the stats
- * say which sessions screen, and the screen summed again at least one row per greedy step and fewer
- * than half of all rows. */
+ * (HZ_GPU_LM_SCREEN=0) run the same script: one sampled step right after the prompt (its eager step arms
+ * the graph capture with the GEMV) and then greedy (one more eager step, then the capture with the
+ * screen), a greedy chain without reading the logits, the logits read at its end, a switch to sampling
+ * and back to greedy (the graphs are captured again each time), the logits read after every run there.
+ * Tokens identical and logits bit-identical throughout; the screened session ends on its graph, with no
+ * capture failure; the stats say which sessions screen, and the screen summed again at least one row
+ * per greedy step and fewer than half of all rows. */
 #define SCREEN_CHAIN 20
 static int screen_script(stack *g, int32_t *tok, float *logits) {
     static const int32_t prompt[5] = {2, 40, 81, 7, 300};
@@ -772,6 +774,13 @@ static int screen_script(stack *g, int32_t *tok, float *logits) {
     const float *h = NULL;
     int st = hz_session_create(g->m, NULL, &s);
     if (!st) st = hz_prefill(s, prompt, 5, &next);
+    so.temperature = 0.8f;
+    so.seed = 5;
+    if (!st) st = hz_session_set_sampler(s, &so);
+    if (!st) st = hz_decode_step(s, next, &next);
+    tok[n++] = next;
+    so.temperature = 0.0f;
+    if (!st) st = hz_session_set_sampler(s, &so);
     for (int i = 0; i < SCREEN_CHAIN && !st; i++) {
         st = hz_decode_step(s, next, &next);
         tok[n++] = next;
@@ -804,13 +813,14 @@ static void check_screen(const char *path, const char *arch) {
         stack_close(&ga);
         return;
     }
-    const uint32_t V = ga.vocab, n_tok = SCREEN_CHAIN + 18, n_log = 1 + 18;
-    int32_t ta[SCREEN_CHAIN + 18], tb[SCREEN_CHAIN + 18];
+    const uint32_t V = ga.vocab, n_tok = SCREEN_CHAIN + 19, n_log = 1 + 18;
+    int32_t ta[SCREEN_CHAIN + 19], tb[SCREEN_CHAIN + 19];
     float *la = malloc((size_t)n_log * V * 4u), *lb = malloc((size_t)n_log * V * 4u);
     hz_session *ka = ga.s, *kb = gb.s;
     if (la && lb && !screen_script(&ga, ta, la) && !screen_script(&gb, tb, lb)) {
         const uint64_t summed = session_u64(gb.s, "lm_head_rows_summed");
-        char *ja = NULL, *jb = NULL;
+        char *ja = NULL, *jb = NULL, path_b[64];
+        decode_path(gb.s, path_b, sizeof path_b);
         const int stats = hz_session_stats_json(ga.s, &ja) == HZ_OK && hz_session_stats_json(gb.s, &jb) == HZ_OK;
         /* greedy steps of the screened model: 20 + 6 + 6 (the sampled ones read every row) */
         const uint64_t greedy = SCREEN_CHAIN + 12;
@@ -821,6 +831,8 @@ static void check_screen(const char *path, const char *arch) {
                   max_rel(lb, la, n_log * V));
         else if (!stats || !strstr(ja, "\"lm_head_screen\":false") || !strstr(jb, "\"lm_head_screen\":true"))
             FAILF("%s: screen: stats do not say which model screens", arch);
+        else if (strcmp(path_b, "graph") != 0 || !strstr(jb, "\"graph_fallback\":null"))
+            FAILF("%s: screen: the screened session ends on decode path \"%s\" (a capture failed?)", arch, path_b);
         else if (summed != UINT64_MAX && (summed < greedy || summed * 2u >= greedy * V))
             FAILF("%s: screen: %llu rows summed again over %llu greedy steps of %u rows", arch,
                   (unsigned long long)summed, (unsigned long long)greedy, V);
