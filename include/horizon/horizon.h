@@ -370,9 +370,14 @@ typedef struct hz_model_options {
     /* Executor for routed experts: NULL or "auto" (best for the device), "reference" (CPU),
      * "scalar", "grouped" (CUDA). */
     const char *executor;
+    /* cuda: 1 (the default) keeps an INT8 copy of the lm_head rows on the device (vocab x hidden bytes,
+     * plus 8 per row) through which greedy steps pick their token without reading every FP16 row: the
+     * same token, faster; 0 spends none of that memory (session stat lm_head_screen). The copy is
+     * skipped, not an error, when the device lacks the memory for it. Ignored on the cpu. */
+    uint32_t lm_head_screen;
 } hz_model_options;
 
-/* Fills the first `size` bytes of *opts with the defaults (executor NULL = "auto") and sets its
+/* Fills the first `size` bytes of *opts with the defaults (executor NULL = "auto", lm_head_screen 1) and sets its
  * struct_size to `size`. Pass sizeof of the caller's struct (the hz_model_options_init macro does).
  * Writes nothing past `size`: a struct from an older, smaller header gets only the fields it has;
  * bytes past the fields this library knows (a newer header's) are zeroed, which means their old

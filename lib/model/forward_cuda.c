@@ -164,13 +164,14 @@ static int decode_setup(hz_model *m, hz_gpu_model *g) {
 /* The lm_head screen (cuda/model/decode_screen.cuh): a greedy step reads an INT8 copy of the lm_head
  * rows and then only the FP16 rows that can hold the largest logit, instead of every FP16 row (OLMoE-1B-7B
  * shape, 206 MB per token; Qwen1.5-MoE-A2.7B, 622 MB), and picks the same token. It costs vocab x hidden
- * bytes (+ 8 per row) of device memory; without that memory, or with HZ_GPU_LM_SCREEN=0 at model
- * creation, every step reads the FP16 rows as before (doc/architecture.md). */
+ * bytes (+ 8 per row) of device memory; without that memory, with hz_model_options.lm_head_screen 0 or
+ * with HZ_GPU_LM_SCREEN=0 at model creation, every step reads the FP16 rows as before
+ * (doc/architecture.md). */
 static int lm_screen_setup(hz_model *m, hz_gpu_model *g) {
     const hz_model_config *c = &m->cfg;
     uint32_t on = 1;
     hz_env_u32("HZ_GPU_LM_SCREEN", 0, 1, &on);
-    if (!on || !hz_decode_screen_supported(c->hidden)) return HZ_OK;
+    if (!on || !m->lm_head_screen || !hz_decode_screen_supported(c->hidden)) return HZ_OK;
     const uint64_t V = c->vocab, codes = hz_align_up(V * c->hidden, ALIGN), rows4 = hz_align_up(V * 4u, ALIGN);
     int st = g->be->ops->mem_alloc(g->be, codes + 2u * rows4, (void **)&g->lm_screen_mem);
     if (st == HZ_ENOMEM) {

@@ -1,4 +1,5 @@
 /* hz_model: the config, the non-routed FP16 weights and the executor choice; describe and info. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,15 +23,16 @@
 HZ_EXPORT void hz_model_options_init_sized(hz_model_options *opts, size_t size) {
     hz_model_options d;
     memset(&d, 0, sizeof d);
+    d.lm_head_screen = 1;
     hz_options_fill(opts, size, &d, sizeof d);
 }
 
 /* The compatibility entry point for programs built before hz_model_options_init became a macro
- * (horizon.h; the parentheses keep the macro from applying): fills sizeof as this library knows it,
- * which is the size in those programs' headers (0.1.0). Should the struct grow, this must keep filling
- * the 0.1.0 size (doc/abi.md; tests/unit/core/test_options.c pins it). */
+ * (horizon.h; the parentheses keep the macro from applying): fills the size the struct had in those
+ * programs' headers (0.1.0: up to `executor`), never more (doc/abi.md; tests/unit/core/test_options.c
+ * pins it); hz_model_create gives the fields past it their defaults. */
 HZ_EXPORT void (hz_model_options_init)(hz_model_options *opts) {
-    hz_model_options_init_sized(opts, sizeof *opts);
+    hz_model_options_init_sized(opts, offsetof(hz_model_options, lm_head_screen));
 }
 
 HZ_EXPORT void hz_model_info_init_sized(hz_model_info *info, size_t size) {
@@ -146,7 +148,7 @@ HZ_EXPORT int hz_model_create(hz_host_backing *backing, hz_device *device, hz_ca
     if (!backing || !device || !cache || !out)
         return hz_error(HZ_EINVAL, "hz_model_create: backing, device, cache and out must not be NULL");
     hz_model_options o;
-    hz_model_options_init(&o);
+    hz_model_options_init_sized(&o, sizeof o);
     if (opts) {
         if (opts->struct_size < sizeof(uint32_t))
             return hz_error(HZ_EINVAL, "hz_model_create: options struct_size %u too small", opts->struct_size);
@@ -169,6 +171,7 @@ HZ_EXPORT int hz_model_create(hz_host_backing *backing, hz_device *device, hz_ca
     m->device = device;
     m->cache = cache;
     m->layout = hz_backing_expert_layout(backing);
+    m->lm_head_screen = o.lm_head_screen != 0;
     atomic_init(&m->sessions, 0);
     st = check_config(&m->cfg);
     if (!st) {

@@ -56,6 +56,7 @@ struct hz_model {
     uint32_t group_limit; /* most experts one lease may cover (cache capacity, spare rows) */
     _Atomic int sessions;
     hz_gpu_model *gpu; /* device-side weights and routing table when the device is cuda */
+    int lm_head_screen; /* hz_model_options.lm_head_screen: cuda keeps the lm_head screen */
 };
 
 /* Sampler state (sampler.c). */

@@ -221,3 +221,18 @@ def test_log_level_is_checked():
             horizon.set_log_callback(fn, level=good)
     finally:
         horizon.set_log_callback(None)
+
+
+def test_lm_head_screen_option(artifact):
+    # a bool only; on the cpu it changes nothing (the screen exists on cuda devices), so both models
+    # decode the same tokens with the same logits
+    with pytest.raises(TypeError, match="lm_head_screen must be a bool"):
+        horizon.load(artifact, device="cpu", lm_head_screen=1)
+    with pytest.raises(TypeError, match="lm_head_screen must be a bool"):
+        horizon.load(artifact, device="cpu", lm_head_screen=None)
+    runs = []
+    for screen in (True, False):
+        with horizon.load(artifact, device="cpu", lm_head_screen=screen) as m, m.session() as s:
+            tokens = list(s.generate([1, 2, 3], 6))
+            runs.append((tokens, list(s.logits())))
+    assert runs[0] == runs[1]

@@ -111,6 +111,8 @@ static void test_defaults(void **state) {
     memset(&mo, POISON, sizeof mo);
     hz_model_options_init(&mo);
     assert_null(mo.executor);
+    assert_int_equal(mo.lm_head_screen, 1);
+    assert_int_equal(mo.struct_size, sizeof mo);
 
     /* a struct cut before top_p (an older header) gets the fields it has, nothing after */
     _Alignas(max_align_t) unsigned char buf[BUF];
@@ -188,11 +190,21 @@ static void test_compatibility_entry_points(void **state) {
         assert_memory_equal(&x, &y, sizeof x);                                                       \
     } while (0)
     SAME(hz_backing_options);
-    SAME(hz_model_options);
     SAME(hz_model_info);
     SAME(hz_session_options);
     SAME(hz_sampler_options);
 #undef SAME
+
+    /* hz_model_options grew after 0.1.0 (lm_head_screen): its entry point fills only the old fields,
+     * with the same defaults as the macro there (OLD_SIZE above checks it writes nothing past them) */
+    hz_model_options mx, my;
+    memset(&mx, 0, sizeof mx);
+    memset(&my, 0, sizeof my);
+    (hz_model_options_init)(&mx);
+    hz_model_options_init_sized(&my, offsetof(hz_model_options, lm_head_screen));
+    assert_memory_equal(&mx, &my, sizeof mx);
+    assert_int_equal(mx.struct_size, offsetof(hz_model_options, lm_head_screen));
+    assert_null(mx.executor);
 }
 
 int main(void) {

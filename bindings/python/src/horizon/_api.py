@@ -63,6 +63,13 @@ def _int(value: Any, what: str) -> int:
     return operator.index(value)
 
 
+def _bool(value: Any, what: str) -> bool:
+    """A bool; anything else (an int, None) is refused with TypeError rather than converted."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{what} must be a bool, not {type(value).__name__}")
+    return value
+
+
 def _options(ctype: str) -> Any:
     """A new `ctype` struct (hz_cache_options, ...) filled with the library's defaults through
     hz_X_init_sized and this package's sizeof of it: the library writes only the bytes the struct has as
@@ -391,13 +398,16 @@ class ModelInfo:
 
 
 class Model(_Handle):
-    """A model on a device, serving routed experts through `cache` (hz_model_create)."""
+    """A model on a device, serving routed experts through `cache` (hz_model_create). On a cuda device
+    `lm_head_screen` (default True) keeps an INT8 copy of the lm_head rows there, through which greedy
+    steps pick the same token faster (vocab x hidden bytes of device memory); False spends none."""
 
     _what = "model"
 
     def __init__(self, backing: Backing, device: Device, cache: Cache, *,
-                 executor: Optional[str] = None) -> None:
+                 executor: Optional[str] = None, lm_head_screen: bool = True) -> None:
         _check_type(backing, Backing, "backing")
+        screen = _bool(lm_head_screen, "lm_head_screen")
         _check_type(device, Device, "device")
         _check_type(cache, Cache, "cache")
         super().__init__((backing, device, cache))
@@ -406,6 +416,7 @@ class Model(_Handle):
         opts = _options("hz_model_options")
         name = ffi.new("char[]", _cstr(executor, "executor")) if executor is not None else ffi.NULL
         opts.executor = name
+        opts.lm_head_screen = 1 if screen else 0
         ptr = self._create(lib.hz_model_create, "hz_model **", opts)
         info = _options("hz_model_info")
         check(lib.hz_model_get_info(ptr, info))
@@ -575,7 +586,7 @@ class Session(_Handle):
 
 
 def load(path: PathLike, *, device: str = "auto", capacity: int = 0, executor: Optional[str] = None,
-         verify_checksums: bool = True) -> Model:
+         verify_checksums: bool = True, lm_head_screen: bool = True) -> Model:
     """Opens an artifact on a device with a cache of `capacity` resident experts per layer (0 = all)
     and returns the Model; its backing, device and cache (model.backing, ...) close with it.
     The default device "auto" is cuda:0 when the library was built with CUDA and a GPU is present,
@@ -588,7 +599,7 @@ def load(path: PathLike, *, device: str = "auto", capacity: int = 0, executor: O
         made.append(d)
         c = Cache(b, d, capacity=capacity)
         made.append(c)
-        m = Model(b, d, c, executor=executor)
+        m = Model(b, d, c, executor=executor, lm_head_screen=lm_head_screen)
     except BaseException:
         for h in reversed(made):
             h.close()
