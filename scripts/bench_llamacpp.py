@@ -4,7 +4,7 @@ hz-bench, on the same GPU, in the same run (doc/bench.md "The llama.cpp peer").
 
     bench_llamacpp.py --checkpoint DIR --llama-bench PATH --work DIR --out REPORT.json
                       [--variants experts-q4_0,q4_0] [--tokens 128] [--depth 64] [--prompt 512]
-                      [--reps 5] [--artifact-identity HEX] [--gguf-only]
+                      [--reps 5] [--residencies 30,64] [--artifact-identity HEX] [--gguf-only]
 
 DIR is the BF16 checkpoint hz-mkmodel wrote (config.json + safetensors), the one hz-pack converted. This
 script writes it as GGUF files itself (numpy only; llama.cpp's converter needs a tokenizer, which a
@@ -23,6 +23,13 @@ llama.cpp's own decode test (tg: one token per llama_decode, batch 1, random tok
 positions already in the KV cache) and prompt test (pp), with every other setting at llama-bench's
 default (flash attention "auto", CUDA graphs on). The tg rate is the peer of hz-bench's pooled decode;
 the mean context of the tg test is DEPTH + TOKENS / 2 (hz-bench's is the mean prompt length + 64).
+
+With --residencies (hz-bench's resident experts per layer, R of E), llama.cpp's way of running a model
+whose experts do not all fit on the GPU is timed beside Horizon's partial residency: llama-bench's
+-ncmoe N keeps the routed experts of the first N layers in host memory and computes them on the CPU,
+everything else on the GPU. For each R below E, N = floor(layers x (E - R) / E): the GPU then holds at
+least the share of the expert bytes that Horizon's cache holds (R / E), never less, so the comparison
+never starves the peer. One llama-bench call per variant runs every N (-ncmoe takes a list).
 
 Exit status 0 when every variant ran; 1 otherwise (each failure is recorded in the report).
 """
@@ -278,9 +285,17 @@ def write_ggufs(ckpt, c, targets, threads):
 
 # ---- llama-bench ---------------------------------------------------------------------------------------
 
-def run_llama_bench(exe, gguf, a):
+def cpu_moe_layers(layers, experts, resident):
+    """llama-bench's -ncmoe for hz-bench's `resident` experts per layer: the expert layers kept on the host,
+    rounded down so that the GPU holds at least the resident share of the experts (0 at full residency)."""
+    return 0 if resident >= experts else (layers * (experts - resident)) // experts
+
+
+def run_llama_bench(exe, gguf, a, ncmoe=(0,)):
     cmd = [exe, "-m", gguf, "-ngl", "99", "-p", str(a.prompt), "-n", str(a.tokens), "-d", str(a.depth),
            "-r", str(a.reps), "-o", "json"]
+    if list(ncmoe) != [0]:
+        cmd[-2:-2] = ["-ncmoe", ",".join(str(n) for n in ncmoe)]
     print("bench_llamacpp: " + " ".join(cmd), flush=True)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=a.timeout)
     sys.stderr.write(p.stderr[-4000:])
@@ -306,6 +321,9 @@ def main():
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--threads", type=int, default=min(16, os.cpu_count() or 1),
                     help="threads converting the checkpoint (default: the CPUs, at most 16)")
+    ap.add_argument("--residencies", default="",
+                    help="hz-bench's resident experts per layer (comma list): those below the expert count are "
+                         "also timed with the experts of the first N layers on the host (-ncmoe N)")
     ap.add_argument("--artifact-identity", default=None)
     ap.add_argument("--gguf-only", action="store_true", help="write the GGUF files and stop")
     a = ap.parse_args()
@@ -315,7 +333,15 @@ def main():
         ap.error(f"--variants: unknown {bad} (known: {', '.join(VARIANTS)})")
     if not a.gguf_only and not (a.llama_bench and os.access(a.llama_bench, os.X_OK)):
         ap.error(f"--llama-bench: '{a.llama_bench}' is not an executable")
+    try:
+        residencies = [int(r) for r in a.residencies.split(",") if r]
+    except ValueError:
+        ap.error(f"--residencies: '{a.residencies}' is not a list of integers")
+    if any(r < 0 for r in residencies):
+        ap.error("--residencies: negative")
     c = read_config(a.checkpoint)
+    offload = [{"residency": r, "n_cpu_moe": cpu_moe_layers(c["layers"], c["experts"], r)} for r in residencies]
+    ncmoe = sorted({0} | {o["n_cpu_moe"] for o in offload})
     os.makedirs(a.work, exist_ok=True)
     report = {"tool": "hz-bench-llamacpp", "schema": 1,
               "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -327,7 +353,8 @@ def main():
               "protocol": {"tokens": a.tokens, "depth": a.depth, "prompt": a.prompt, "reps": a.reps, "batch": 1,
                            "tg": "llama-bench's decode test: one random token id per llama_decode after depth "
                                  "positions in the KV cache; rate = tokens / the test's seconds",
-                           "mean_context": a.depth + a.tokens / 2},
+                           "mean_context": a.depth + a.tokens / 2,
+                           "n_cpu_moe": ncmoe, "offload": offload},
               "variants": []}
     ck_time = max(os.path.getmtime(os.path.join(a.checkpoint, f)) for f in os.listdir(a.checkpoint))
     paths = {v: os.path.join(a.work, f"{c['arch']}-{v}.gguf") for v in variants}
@@ -353,17 +380,33 @@ def main():
             entry["gguf"] = gguf
             entry["gguf_bytes"] = os.path.getsize(gguf)
             if not a.gguf_only:
-                entry["command"], entry["results"] = run_llama_bench(a.llama_bench, gguf, a)
+                entry["command"], entry["results"] = run_llama_bench(a.llama_bench, gguf, a, ncmoe)
+                by_n = {}
                 for r in entry["results"]:
+                    n = r.get("n_cpu_moe")
+                    if n is None:  # a llama-bench that does not report it ran only what it was asked for
+                        if len(ncmoe) > 1:
+                            raise RuntimeError("llama-bench's rows carry no n_cpu_moe: this build may not take -ncmoe")
+                        n = ncmoe[0]
                     kind = "tg" if r.get("n_gen", 0) > 0 else "pp"
-                    entry[f"{kind}_tok_s"] = r.get("avg_ts")
-                    entry[f"{kind}_stddev_tok_s"] = r.get("stddev_ts")
+                    o = by_n.setdefault(n, {"n_cpu_moe": n})
+                    o[f"{kind}_tok_s"] = r.get("avg_ts")
+                    o[f"{kind}_stddev_tok_s"] = r.get("stddev_ts")
+                missing = [n for n in ncmoe if n not in by_n]
+                if missing:
+                    raise RuntimeError(f"llama-bench printed no rows for -ncmoe {missing}")
+                for k, val in by_n.get(0, {}).items():  # all experts on the GPU: the variant's own rates
+                    if k != "n_cpu_moe":
+                        entry[k] = val
+                entry["offload"] = [by_n[n] for n in sorted(by_n)]
                 first = entry["results"][0]
-                for k in ("build_commit", "build_number", "gpu_info", "backends", "flash_attn", "n_batch"):
+                for k in ("build_commit", "build_number", "gpu_info", "backends", "flash_attn", "n_batch",
+                          "n_threads"):
                     if k in first:
                         report.setdefault("llama_cpp", {})[k] = first[k]
-                print(f"bench_llamacpp: {v}: tg {entry.get('tg_tok_s')} tok/s, pp {entry.get('pp_tok_s')} tok/s",
-                      flush=True)
+                print(f"bench_llamacpp: {v}: tg {entry.get('tg_tok_s')} tok/s, pp {entry.get('pp_tok_s')} tok/s" +
+                      "".join(f"; -ncmoe {o['n_cpu_moe']}: tg {o.get('tg_tok_s')}" for o in entry["offload"]
+                              if o["n_cpu_moe"]), flush=True)
             entry["status"] = "ok"
         except Exception as e:  # recorded, and the next variant still runs
             entry["status"] = f"failed: {type(e).__name__}: {str(e)[:300]}"

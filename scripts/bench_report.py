@@ -291,16 +291,38 @@ def run_figures(rep, run, mb, ceil, peer, llama=None):
             f["peer_best_tok_s"], f["peer_best_variant"] = best["pooled_decode_tok_s"], best["experts_implementation"]
     f["x_peer_default"] = pooled / f["peer_default_tok_s"] if pooled and f["peer_default_tok_s"] else None
     f["x_peer_best"] = pooled / f["peer_best_tok_s"] if pooled and f["peer_best_tok_s"] else None
-    # The llama.cpp peer: llama-bench's decode (tg) rate per GGUF variant of the same checkpoint.
+    # The llama.cpp peer: llama-bench's decode (tg) rate per GGUF variant of the same checkpoint, with
+    # all experts on the GPU at full residency and, at a partial one, with the experts of the layers that
+    # scripts/bench_llamacpp.py chose for this residency on the host (none measured: no ratio).
+    ncmoe = llamacpp_cpu_layers(llama, f["resident"], f["experts"])
+    f["llamacpp_n_cpu_moe"] = ncmoe
     for v in ("experts-q4_0", "q4_0"):
         key = "llamacpp_" + v.replace("-", "_")
         tg = None
         for e in (llama or {}).get("variants", []):
-            if e.get("variant") == v and e.get("status") == "ok" and is_num(e.get("tg_tok_s")):
+            if e.get("variant") != v or e.get("status") != "ok" or ncmoe is None:
+                continue
+            if ncmoe == 0 and is_num(e.get("tg_tok_s")):
                 tg = e["tg_tok_s"]
+            for o in e.get("offload", []) if ncmoe else []:
+                if o.get("n_cpu_moe") == ncmoe and is_num(o.get("tg_tok_s")):
+                    tg = o["tg_tok_s"]
         f[key + "_tok_s"] = tg
         f["x_" + key] = pooled / tg if pooled and tg else None
     return f
+
+
+def llamacpp_cpu_layers(llama, resident, experts):
+    """The -ncmoe the llama.cpp peer ran for hz-bench's residency: 0 at full residency; at a partial one
+    the value its report lists for that residency (None when it lists none)."""
+    if not llama or not is_num(resident) or not is_num(experts):
+        return None
+    if resident >= experts:
+        return 0
+    for o in llama.get("protocol", {}).get("offload", []):
+        if o.get("residency") == resident and is_num(o.get("n_cpu_moe")):
+            return o["n_cpu_moe"]
+    return None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -445,14 +467,23 @@ def llamacpp_lines(llama, arch):
            f"{pr['reps']} repetitions; prompt = pp{pr['prompt']} at the same depth. experts-q4_0: the bytes "
            "Horizon moves (non-routed FP16, routed experts Q4_0, 4.5 bits per weight); q4_0: every matrix but "
            "the embedding in Q4_0 (fewer bytes per token than Horizon moves).", ""]
+    offload = [o for o in pr.get("offload", []) if o.get("n_cpu_moe")]
+    if offload:
+        out[-2] += (" Partial residency: llama.cpp keeps the routed experts of the first N layers in host memory "
+                    "and computes them on the CPU (-ncmoe N, "
+                    f"{lc.get('n_threads', UNKNOWN)} threads); N = floor(layers x (experts - resident) / experts), "
+                    "so its GPU holds at least the share of the expert bytes that Horizon's cache holds: " +
+                    ", ".join(f"c{o['residency']} -> N = {o['n_cpu_moe']}" for o in offload) + ".")
     rows = []
     for v in llama["variants"]:
         if v.get("status") != "ok":
-            rows.append([v["variant"], v.get("status", UNKNOWN), "", "", ""])
+            rows.append([v["variant"], "", v.get("status", UNKNOWN), "", "", ""])
             continue
-        rows.append([v["variant"], fmt(v.get("gguf_bytes"), "{:.2f}", 1e9), fmt(v.get("tg_tok_s")),
-                     fmt(v.get("tg_stddev_tok_s")), fmt(v.get("pp_tok_s"), "{:,.0f}")])
-    return out + table(["GGUF", "file GB", "decode t/s", "stddev", f"prompt (pp{pr['prompt']}) t/s"], rows)
+        for o in v.get("offload") or [{"n_cpu_moe": 0, **{k: v.get(k) for k in ("tg_tok_s", "tg_stddev_tok_s", "pp_tok_s")}}]:
+            rows.append([v["variant"], str(o.get("n_cpu_moe", 0)), fmt(v.get("gguf_bytes"), "{:.2f}", 1e9),
+                         fmt(o.get("tg_tok_s")), fmt(o.get("tg_stddev_tok_s")), fmt(o.get("pp_tok_s"), "{:,.0f}")])
+    return out + table(["GGUF", "expert layers on the host (-ncmoe)", "file GB", "decode t/s", "stddev",
+                        f"prompt (pp{pr['prompt']}) t/s"], rows)
 
 
 def peer_lines(peer, arch):
@@ -547,7 +578,8 @@ def sweep_lines(arch, figs):
            "of the decode phase at the pinned H2D ceiling, one after the other (equal to the roofline at full "
            "residency); % bound = decode / bound; x peer = decode / the peer's pooled decode (default experts, "
            "and the fastest variant); x llama.cpp = decode / llama-bench's decode rate on the GGUF with Horizon's "
-           "bytes (experts-q4_0) and on the all-Q4_0 GGUF (UNKNOWN where no llama.cpp peer ran).", ""]
+           "bytes (experts-q4_0) and on the all-Q4_0 GGUF, at a partial residency with the experts of the layers "
+           "named below on the host (UNKNOWN where no llama.cpp peer ran for that residency).", ""]
     out += table(["executor", "residency", "transport", "blocks", "decode t/s", "% roofline", "bound t/s", "% bound",
                   "x peer (default)", "x peer (best)", "x llama.cpp (experts-q4_0)", "x llama.cpp (q4_0)", "output t/s", "TTFT ms", "response ms", "spread"], rows)
     out += ["", f"Cache and miss path ({arch}). hit = all measured acquires, decode hit = the decode phase's "

@@ -228,6 +228,34 @@ def main():
         else:
             check(v["status"].startswith("failed") and "exited with 3" in v["status"] and "tg_tok_s" not in v,
                   f"{out}: the failure is not recorded: {v}")
+    # Partial residency: --residencies 4,8 of the tiny model's 8 experts asks llama-bench for -ncmoe 0,K with
+    # K = floor(layers x 4 / 8) expert layers on the host, and carries each K's rates; rows without
+    # n_cpu_moe (a llama-bench without -ncmoe) fail the variant instead of being taken for all experts on
+    # the GPU.
+    layers = json.load(open(os.path.join(ck, "config.json")))["num_hidden_layers"]
+    k = layers * 4 // 8
+    args_file = os.path.join(a.work, "ncmoe-args.txt")
+    moe_rows = [dict(r, n_cpu_moe=n, avg_ts=r["avg_ts"] / (1 + n)) for n in (0, k) for r in rows]
+    ncmoe_exe = os.path.join(a.work, "llama-ncmoe")
+    stand_in(ncmoe_exe, f"echo \"$@\" > '{args_file}'\necho '{json.dumps(moe_rows)}'\n")
+    for exe, want_rc in ((ncmoe_exe, 0), (ok, 1)):
+        out = os.path.join(a.work, os.path.basename(exe) + "-partial.json")
+        p = subprocess.run([sys.executable, script, "--checkpoint", ck, "--work", os.path.join(a.work, "g"),
+                            "--out", out, "--llama-bench", exe, "--variants", "experts-q4_0", "--residencies", "4,8"],
+                           capture_output=True, text=True)
+        check(p.returncode == want_rc, f"{os.path.basename(exe)} --residencies: exit {p.returncode}, expected {want_rc}")
+        rep = json.load(open(out))
+        v = rep["variants"][0]
+        check(rep["protocol"]["offload"] == [{"residency": 4, "n_cpu_moe": k}, {"residency": 8, "n_cpu_moe": 0}]
+              and rep["protocol"]["n_cpu_moe"] == [0, k], f"{out}: offload plan {rep['protocol']}")
+        if want_rc == 0:
+            argv = open(args_file).read().split()
+            check("-ncmoe" in argv and argv[argv.index("-ncmoe") + 1] == f"0,{k}", f"{out}: llama-bench argv {argv}")
+            check(v["status"] == "ok" and v["tg_tok_s"] == 321.25
+                  and [(o["n_cpu_moe"], o["tg_tok_s"], o["pp_tok_s"]) for o in v["offload"]]
+                  == [(0, 321.25, 5000.5), (k, 321.25 / (1 + k), 5000.5 / (1 + k))], f"{out}: offload rates {v}")
+        else:
+            check(v["status"].startswith("failed") and "no n_cpu_moe" in v["status"], f"{out}: {v['status']}")
     # Unknown variants are refused before anything is written.
     p = subprocess.run([sys.executable, script, "--checkpoint", ck, "--work", a.work, "--out", "x.json",
                         "--gguf-only", "--variants", "q8"], capture_output=True, text=True)

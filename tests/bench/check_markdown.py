@@ -124,16 +124,27 @@ def synthetic_peer(shape):
 
 
 def synthetic_llamacpp(shape):
-    """A report shaped like scripts/bench_llamacpp.py's: tg 40 and 80 tok/s, one failed variant."""
+    """A report shaped like scripts/bench_llamacpp.py's: tg 40 and 80 tok/s with every expert on the GPU;
+    for residency 4 (only), the experts of LLAMA_NCMOE layers on the host, tg 10 and 20 tok/s."""
     return {"tool": "hz-bench-llamacpp", "schema": 1, "date_utc": "2026-01-01T00:00:00Z", "host": "test",
             "llama_cpp": {"build_commit": "test", "build_number": 1, "backends": "CUDA", "flash_attn": 0,
-                          "gpu_info": "TEST GPU"},
+                          "gpu_info": "TEST GPU", "n_threads": 3},
             "model": {"shape": shape},
-            "protocol": {"tokens": 16, "depth": 8, "prompt": 32, "reps": 2, "mean_context": 16.0},
+            "protocol": {"tokens": 16, "depth": 8, "prompt": 32, "reps": 2, "mean_context": 16.0,
+                         "n_cpu_moe": [0, LLAMA_NCMOE], "offload": [{"residency": 4, "n_cpu_moe": LLAMA_NCMOE}]},
             "variants": [{"variant": "experts-q4_0", "status": "ok", "gguf_bytes": 2_000_000_000, "tg_tok_s": 40.0,
-                          "tg_stddev_tok_s": 0.5, "pp_tok_s": 900.0},
+                          "tg_stddev_tok_s": 0.5, "pp_tok_s": 900.0,
+                          "offload": [{"n_cpu_moe": 0, "tg_tok_s": 40.0, "tg_stddev_tok_s": 0.5, "pp_tok_s": 900.0},
+                                      {"n_cpu_moe": LLAMA_NCMOE, "tg_tok_s": 10.0, "tg_stddev_tok_s": 0.125,
+                                       "pp_tok_s": 300.0}]},
                          {"variant": "q4_0", "status": "ok", "gguf_bytes": 1_000_000_000, "tg_tok_s": 80.0,
-                          "tg_stddev_tok_s": 0.25, "pp_tok_s": 1200.0}]}
+                          "tg_stddev_tok_s": 0.25, "pp_tok_s": 1200.0,
+                          "offload": [{"n_cpu_moe": 0, "tg_tok_s": 80.0, "tg_stddev_tok_s": 0.25, "pp_tok_s": 1200.0},
+                                      {"n_cpu_moe": LLAMA_NCMOE, "tg_tok_s": 20.0, "tg_stddev_tok_s": 0.25,
+                                       "pp_tok_s": 400.0}]}]}
+
+
+LLAMA_NCMOE = 1  # the synthetic llama.cpp peer's -ncmoe at residency 4
 
 
 def run_report(src, dirs, doc, out, fig, extra=()):
@@ -203,9 +214,15 @@ def check_figures(figs, reports, summaries, ceil, peer_arch):
             check(close(f["miss_path_fraction"], mp / h2d_bw), w + ": miss-path fraction")
         else:
             check(f["miss_path_fraction"] is None, w + ": a miss-path fraction without a miss-path rate")
-        if f["model"] == peer_arch:
-            check(close(f["x_llamacpp_experts_q4_0"], pooled / 40.0) and close(f["x_llamacpp_q4_0"], pooled / 80.0),
-                  w + ": llama.cpp ratios")
+        if f["model"] == peer_arch and f["resident"] >= f["experts"]:
+            check(close(f["x_llamacpp_experts_q4_0"], pooled / 40.0) and close(f["x_llamacpp_q4_0"], pooled / 80.0)
+                  and f["llamacpp_n_cpu_moe"] == 0, w + ": llama.cpp ratios")
+        elif f["model"] == peer_arch and f["resident"] == 4:  # against the run with experts on the host
+            check(close(f["x_llamacpp_experts_q4_0"], pooled / 10.0) and close(f["x_llamacpp_q4_0"], pooled / 20.0)
+                  and f["llamacpp_n_cpu_moe"] == LLAMA_NCMOE, w + ": llama.cpp ratios at partial residency")
+        elif f["model"] == peer_arch:  # a residency the peer did not run: no ratio, not the full one
+            check(f["x_llamacpp_experts_q4_0"] is None and f["x_llamacpp_q4_0"] is None,
+                  w + ": a llama.cpp ratio at a residency the peer did not run")
         else:
             check(f["x_peer_default"] is None and f["x_peer_best"] is None, w + ": a peer ratio without a peer")
             check(f["x_llamacpp_experts_q4_0"] is None and f["x_llamacpp_q4_0"] is None,
@@ -328,7 +345,10 @@ def main():
           "the pipelined round's row is missing or wrong")
     check("pipelined round, 8 x blob_test, 3 threads, 1 waves each | 8,388,608 | 24.5 | each blob's H2D while"
           in sec1, "the multi-blob pipelined round's row is missing or wrong")
-    check("| experts-q4_0 | 2.00 | 40.0 | 0.5 | 900 |" in sec1 and "| q4_0 | 1.00 | 80.0 | 0.2 | 1,200 |" in sec1
+    check("| experts-q4_0 | 0 | 2.00 | 40.0 | 0.5 | 900 |" in sec1 and "| q4_0 | 0 | 1.00 | 80.0 | 0.2 | 1,200 |" in sec1
+          and f"| experts-q4_0 | {LLAMA_NCMOE} | 2.00 | 10.0 | 0.1 | 300 |" in sec1
+          and f"| q4_0 | {LLAMA_NCMOE} | 1.00 | 20.0 | 0.2 | 400 |" in sec1
+          and f"c4 -> N = {LLAMA_NCMOE}" in sec1 and "(-ncmoe N, 3 threads)" in sec1
           and f"Peer ({shape['architecture']}): llama.cpp llama-bench, build 1 (test)" in sec1,
           "the llama.cpp peer's lines are missing or wrong")
     check_figures(figs, named, summaries, ceil, shape["architecture"])
