@@ -370,14 +370,17 @@ typedef struct hz_model_options {
     /* Executor for routed experts: NULL or "auto" (best for the device), "reference" (CPU),
      * "scalar", "grouped" (CUDA). */
     const char *executor;
-    /* cuda: 1 (the default) keeps an INT8 copy of the lm_head rows on the device (vocab x hidden bytes,
-     * plus 8 per row) through which greedy steps pick their token without reading every FP16 row: the
-     * same token, faster; 0 spends none of that memory (session stat lm_head_screen). The copy is
-     * skipped, not an error, when the device lacks the memory for it. Ignored on the cpu. */
-    uint32_t lm_head_screen;
+    uint32_t flags; /* HZ_MODEL_* below; 0 (the default) for none */
 } hz_model_options;
 
-/* Fills the first `size` bytes of *opts with the defaults (executor NULL = "auto", lm_head_screen 1) and sets its
+/* Flags for hz_model_options.flags. By default a cuda model keeps an INT8 copy of the lm_head rows on
+ * the device (vocab x hidden bytes, plus 8 per row) through which greedy steps pick their token without
+ * reading every FP16 row: the same token, faster (session stat lm_head_screen). The copy is skipped,
+ * not an error, when the device lacks the memory for it. This flag spends none of that memory. Ignored
+ * on the cpu. */
+#define HZ_MODEL_NO_LM_HEAD_SCREEN 0x1u
+
+/* Fills the first `size` bytes of *opts with the defaults (executor NULL = "auto", flags 0) and sets its
  * struct_size to `size`. Pass sizeof of the caller's struct (the hz_model_options_init macro does).
  * Writes nothing past `size`: a struct from an older, smaller header gets only the fields it has;
  * bytes past the fields this library knows (a newer header's) are zeroed, which means their old
@@ -385,9 +388,9 @@ typedef struct hz_model_options {
  * field itself) or above UINT32_MAX. Cannot fail. Touches only *opts (nothing is retained); any
  * thread. */
 void hz_model_options_init_sized(hz_model_options *opts, size_t size);
-/* Compatibility entry point for binaries built before hz_model_options_init became a macro:
- * hz_model_options_init_sized(opts, sizeof(hz_model_options) as the library knows it). New code gets
- * the macro. */
+/* Compatibility entry point for binaries built before hz_model_options_init became a macro: fills the
+ * struct as their header (0.1.0) had it, up to `executor`, never more; hz_model_create gives the fields
+ * past struct_size their defaults. New code gets the macro. */
 void (hz_model_options_init)(hz_model_options *opts);
 /* Fills *opts with the defaults; struct_size = sizeof as the caller's header knows it. */
 #define hz_model_options_init(opts) hz_model_options_init_sized((opts), sizeof(hz_model_options))

@@ -164,7 +164,7 @@ static int decode_setup(hz_model *m, hz_gpu_model *g) {
 /* The lm_head screen (cuda/model/decode_screen.cuh): a greedy step reads an INT8 copy of the lm_head
  * rows and then only the FP16 rows that can hold the largest logit, instead of every FP16 row (OLMoE-1B-7B
  * shape, 206 MB per token; Qwen1.5-MoE-A2.7B, 622 MB), and picks the same token. It costs vocab x hidden
- * bytes (+ 8 per row) of device memory; without that memory, with hz_model_options.lm_head_screen 0 or
+ * bytes (+ 8 per row) of device memory; without that memory, with HZ_MODEL_NO_LM_HEAD_SCREEN or
  * with HZ_GPU_LM_SCREEN=0 at model creation, every step reads the FP16 rows as before
  * (doc/architecture.md). */
 static int lm_screen_setup(hz_model *m, hz_gpu_model *g) {
@@ -188,6 +188,8 @@ static int lm_screen_setup(hz_model *m, hz_gpu_model *g) {
     if (!st) st = g->be->ops->queue_sync(g->be, HZ_QUEUE_COMPUTE);
     return st ? hz_error_prefix(st, "model: preparing the lm_head screen") : HZ_OK;
 }
+
+int hz_gpu_model_has_lm_screen(const hz_model *m) { return m->gpu && m->gpu->lm_screen_mem; }
 
 int hz_gpu_model_create(hz_model *m) {
     const hz_model_config *c = &m->cfg;

@@ -23,7 +23,6 @@
 HZ_EXPORT void hz_model_options_init_sized(hz_model_options *opts, size_t size) {
     hz_model_options d;
     memset(&d, 0, sizeof d);
-    d.lm_head_screen = 1;
     hz_options_fill(opts, size, &d, sizeof d);
 }
 
@@ -32,7 +31,7 @@ HZ_EXPORT void hz_model_options_init_sized(hz_model_options *opts, size_t size) 
  * programs' headers (0.1.0: up to `executor`), never more (doc/abi.md; tests/unit/core/test_options.c
  * pins it); hz_model_create gives the fields past it their defaults. */
 HZ_EXPORT void (hz_model_options_init)(hz_model_options *opts) {
-    hz_model_options_init_sized(opts, offsetof(hz_model_options, lm_head_screen));
+    hz_model_options_init_sized(opts, offsetof(hz_model_options, flags));
 }
 
 HZ_EXPORT void hz_model_info_init_sized(hz_model_info *info, size_t size) {
@@ -171,7 +170,7 @@ HZ_EXPORT int hz_model_create(hz_host_backing *backing, hz_device *device, hz_ca
     m->device = device;
     m->cache = cache;
     m->layout = hz_backing_expert_layout(backing);
-    m->lm_head_screen = o.lm_head_screen != 0;
+    m->lm_head_screen = !(o.flags & HZ_MODEL_NO_LM_HEAD_SCREEN);
     atomic_init(&m->sessions, 0);
     st = check_config(&m->cfg);
     if (!st) {
@@ -263,6 +262,16 @@ HZ_EXPORT int hz_model_describe_json(const hz_model *m, char **out) {
     hz_json_str(root, "device", m->device->be->name, &ok);
     hz_json_str(root, "executor", m->exec->ops->name, &ok);
     hz_json_num(root, "lease_group_limit", m->group_limit, &ok);
+    /* the lm_head screen (cuda): asked for (no HZ_MODEL_NO_LM_HEAD_SCREEN), and whether the device holds
+     * it (null on the cpu, which never builds it) */
+    cJSON *screen = hz_json_obj(root, "lm_head_screen", &ok);
+    hz_json_bool(screen, "requested", m->lm_head_screen, &ok);
+#ifdef HZ_HAVE_CUDA
+    if (m->gpu)
+        hz_json_bool(screen, "built", hz_gpu_model_has_lm_screen(m), &ok);
+    else
+#endif
+        hz_json_null(screen, "built", &ok);
 
     hz_json_num(cfg, "hidden_size", c->hidden, &ok);
     hz_json_num(cfg, "layers", c->layers, &ok);

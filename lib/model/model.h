@@ -56,7 +56,7 @@ struct hz_model {
     uint32_t group_limit; /* most experts one lease may cover (cache capacity, spare rows) */
     _Atomic int sessions;
     hz_gpu_model *gpu; /* device-side weights and routing table when the device is cuda */
-    int lm_head_screen; /* hz_model_options.lm_head_screen: cuda keeps the lm_head screen */
+    int lm_head_screen; /* no HZ_MODEL_NO_LM_HEAD_SCREEN in hz_model_options.flags: cuda keeps the screen */
 };
 
 /* Sampler state (sampler.c). */
@@ -143,6 +143,8 @@ void hz_run_state_free(hz_run_state *rs);
  * logits (ties to the lowest id, as the sampler's greedy rule). */
 int hz_gpu_model_create(hz_model *m);
 void hz_gpu_model_destroy(hz_model *m);
+/* Whether the model's device holds the lm_head screen's INT8 copy (forward_cuda.c, lm_screen_setup). */
+int hz_gpu_model_has_lm_screen(const hz_model *m);
 int hz_gpu_session_create(hz_session *s);
 void hz_gpu_session_destroy(hz_session *s);
 int hz_forward_gpu(hz_session *s, const int32_t *tokens, uint32_t n);

@@ -230,9 +230,12 @@ def test_lm_head_screen_option(artifact):
         horizon.load(artifact, device="cpu", lm_head_screen=1)
     with pytest.raises(TypeError, match="lm_head_screen must be a bool"):
         horizon.load(artifact, device="cpu", lm_head_screen=None)
+    with pytest.raises(TypeError, match="lm_head_screen must be a bool"):  # checked before the file is opened
+        horizon.load(str(artifact) + ".missing", device="cpu", lm_head_screen="no")
     runs = []
     for screen in (True, False):
         with horizon.load(artifact, device="cpu", lm_head_screen=screen) as m, m.session() as s:
+            assert m.describe()["lm_head_screen"] == {"requested": screen, "built": None}
             tokens = list(s.generate([1, 2, 3], 6))
             runs.append((tokens, list(s.logits())))
     assert runs[0] == runs[1]

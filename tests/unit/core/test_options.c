@@ -1,7 +1,7 @@
 /* The options-struct initialisers (doc/abi.md): hz_X_init_sized fills defaults into exactly `size`
  * bytes and stores size as struct_size, never writing past it (a struct from an older header is
  * smaller than the library's); the hz_X_init macro passes the caller's sizeof; the exported functions
- * hz_X_init (the compatibility entry points) fill the library's sizeof. */
+ * hz_X_init (the compatibility entry points) fill the sizes of 0.1.0, the last header without the macros. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -111,7 +111,7 @@ static void test_defaults(void **state) {
     memset(&mo, POISON, sizeof mo);
     hz_model_options_init(&mo);
     assert_null(mo.executor);
-    assert_int_equal(mo.lm_head_screen, 1);
+    assert_int_equal(mo.flags, 0);
     assert_int_equal(mo.struct_size, sizeof mo);
 
     /* a struct cut before top_p (an older header) gets the fields it has, nothing after */
@@ -195,15 +195,15 @@ static void test_compatibility_entry_points(void **state) {
     SAME(hz_sampler_options);
 #undef SAME
 
-    /* hz_model_options grew after 0.1.0 (lm_head_screen): its entry point fills only the old fields,
+    /* hz_model_options grew after 0.1.0 (flags): its entry point fills only the old fields,
      * with the same defaults as the macro there (OLD_SIZE above checks it writes nothing past them) */
     hz_model_options mx, my;
     memset(&mx, 0, sizeof mx);
     memset(&my, 0, sizeof my);
     (hz_model_options_init)(&mx);
-    hz_model_options_init_sized(&my, offsetof(hz_model_options, lm_head_screen));
+    hz_model_options_init_sized(&my, offsetof(hz_model_options, flags));
     assert_memory_equal(&mx, &my, sizeof mx);
-    assert_int_equal(mx.struct_size, offsetof(hz_model_options, lm_head_screen));
+    assert_int_equal(mx.struct_size, offsetof(hz_model_options, flags));
     assert_null(mx.executor);
 }
 

@@ -319,8 +319,42 @@ static void test_describe(void **state) {
         hz_free(js);
         assert_int_equal(s.info.vocab_size, 512);
         assert_int_equal(s.info.top_k, a == 0 ? 2 : 4);
+        /* the lm_head screen: asked for by default, never built on the cpu */
+        CHECK(hz_model_describe_json(s.m, &js));
+        assert_non_null(strstr(js, "\"lm_head_screen\":{\"requested\":true,\"built\":null}"));
+        hz_free(js);
         stack_close(&s);
     }
+}
+
+/* hz_model_options.flags: HZ_MODEL_NO_LM_HEAD_SCREEN declines the screen; a struct from the 0.1.0 header
+ * (filled by the compatibility entry point, without `flags`) and one zero-filled by hand with its size
+ * get the default (asked for). */
+static void test_model_options_flags(void **state) {
+    world *w = *state;
+    stack s;
+    stack_open(&s, w->path[0], 0);
+    for (int k = 0; k < 3; k++) {
+        hz_model_options mo;
+        memset(&mo, 0xff, sizeof mo); /* a flags word read past struct_size would decline the screen */
+        if (k == 0) {
+            (hz_model_options_init)(&mo); /* the 0.1.0 size: flags lies past struct_size */
+            assert_int_equal(mo.struct_size, offsetof(hz_model_options, flags));
+        } else {
+            memset(&mo, 0, sizeof mo);
+            mo.struct_size = sizeof mo;
+            if (k == 2) mo.flags = HZ_MODEL_NO_LM_HEAD_SCREEN;
+        }
+        hz_model *m = NULL;
+        CHECK(hz_model_create(s.b, s.d, s.c, &mo, &m));
+        char *js = NULL;
+        CHECK(hz_model_describe_json(m, &js));
+        const char *want = k == 2 ? "\"lm_head_screen\":{\"requested\":false" : "\"lm_head_screen\":{\"requested\":true";
+        if (!strstr(js, want)) fail_msg("options %d: %s not in %s", k, want, js);
+        hz_free(js);
+        CHECK(hz_model_destroy(m));
+    }
+    stack_close(&s);
 }
 
 static void sample_run(hz_session *ss, const hz_sampler_options *sp, int32_t *out, int n) {
@@ -452,6 +486,7 @@ int main(void) {
         cmocka_unit_test(test_out_next_aliases_tokens),
         cmocka_unit_test(test_huge_n_refused_before_reading),
         cmocka_unit_test(test_describe),
+        cmocka_unit_test(test_model_options_flags),
         cmocka_unit_test(test_sampler),
         cmocka_unit_test(test_cache_fault_mid_decode),
     };

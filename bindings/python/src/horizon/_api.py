@@ -416,7 +416,7 @@ class Model(_Handle):
         opts = _options("hz_model_options")
         name = ffi.new("char[]", _cstr(executor, "executor")) if executor is not None else ffi.NULL
         opts.executor = name
-        opts.lm_head_screen = 1 if screen else 0
+        opts.flags = 0 if screen else lib.HZ_MODEL_NO_LM_HEAD_SCREEN
         ptr = self._create(lib.hz_model_create, "hz_model **", opts)
         info = _options("hz_model_info")
         check(lib.hz_model_get_info(ptr, info))
@@ -591,6 +591,7 @@ def load(path: PathLike, *, device: str = "auto", capacity: int = 0, executor: O
     and returns the Model; its backing, device and cache (model.backing, ...) close with it.
     The default device "auto" is cuda:0 when the library was built with CUDA and a GPU is present,
     else the cpu device."""
+    _bool(lm_head_screen, "lm_head_screen")  # refused before anything is opened
     made: List[_Handle] = []
     try:
         b = Backing(path, verify_checksums=verify_checksums)
