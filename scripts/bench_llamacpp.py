@@ -29,9 +29,12 @@ whose experts do not all fit on the GPU is timed beside Horizon's partial reside
 -ncmoe N keeps the routed experts of the first N layers in host memory and computes them on the CPU,
 everything else on the GPU. For each R below E, N = floor(layers x (E - R) / E): the GPU then holds at
 least the share of the expert bytes that Horizon's cache holds (R / E), never less, so the comparison
-never starves the peer. One llama-bench call per variant runs every N (-ncmoe takes a list).
+never starves the peer (N = 0, every expert on the GPU, near full residency; R = 0 means every expert to
+hz-bench, so N = 0 too). Per variant one llama-bench call runs every expert on the GPU and a second one
+every N > 0 (-ncmoe takes a list), so that a failure of the second leaves the first's rates standing.
 
-Exit status 0 when every variant ran; 1 otherwise (each failure is recorded in the report).
+Exit status 0 when every variant ran, with every -ncmoe asked for; 1 otherwise (each failure is recorded in
+the report; the all-on-GPU rates of a variant whose runs with experts on the host failed still stand).
 """
 import argparse
 import concurrent.futures
@@ -287,8 +290,29 @@ def write_ggufs(ckpt, c, targets, threads):
 
 def cpu_moe_layers(layers, experts, resident):
     """llama-bench's -ncmoe for hz-bench's `resident` experts per layer: the expert layers kept on the host,
-    rounded down so that the GPU holds at least the resident share of the experts (0 at full residency)."""
-    return 0 if resident >= experts else (layers * (experts - resident)) // experts
+    rounded down so that the GPU holds at least the resident share of the experts (0 at full residency, and
+    for 0, which hz-bench reads as every expert)."""
+    return 0 if resident == 0 or resident >= experts else (layers * (experts - resident)) // experts
+
+
+def rates_by_n(rows, asked):
+    """llama-bench's rows as {n_cpu_moe: {tg/pp rates}}; rows without n_cpu_moe (a build that does not
+    report it) count as the one value asked for, and are refused when several were."""
+    by_n = {}
+    for r in rows:
+        n = r.get("n_cpu_moe")
+        if n is None:
+            if len(asked) > 1:
+                raise RuntimeError("llama-bench's rows carry no n_cpu_moe: this build may not take -ncmoe")
+            n = asked[0]
+        kind = "tg" if r.get("n_gen", 0) > 0 else "pp"
+        o = by_n.setdefault(n, {"n_cpu_moe": n})
+        o[f"{kind}_tok_s"] = r.get("avg_ts")
+        o[f"{kind}_stddev_tok_s"] = r.get("stddev_ts")
+    missing = [n for n in asked if n not in by_n]
+    if missing:
+        raise RuntimeError(f"llama-bench printed no rows for -ncmoe {missing}")
+    return by_n
 
 
 def run_llama_bench(exe, gguf, a, ncmoe=(0,)):
@@ -380,25 +404,26 @@ def main():
             entry["gguf"] = gguf
             entry["gguf_bytes"] = os.path.getsize(gguf)
             if not a.gguf_only:
-                entry["command"], entry["results"] = run_llama_bench(a.llama_bench, gguf, a, ncmoe)
-                by_n = {}
-                for r in entry["results"]:
-                    n = r.get("n_cpu_moe")
-                    if n is None:  # a llama-bench that does not report it ran only what it was asked for
-                        if len(ncmoe) > 1:
-                            raise RuntimeError("llama-bench's rows carry no n_cpu_moe: this build may not take -ncmoe")
-                        n = ncmoe[0]
-                    kind = "tg" if r.get("n_gen", 0) > 0 else "pp"
-                    o = by_n.setdefault(n, {"n_cpu_moe": n})
-                    o[f"{kind}_tok_s"] = r.get("avg_ts")
-                    o[f"{kind}_stddev_tok_s"] = r.get("stddev_ts")
-                missing = [n for n in ncmoe if n not in by_n]
-                if missing:
-                    raise RuntimeError(f"llama-bench printed no rows for -ncmoe {missing}")
-                for k, val in by_n.get(0, {}).items():  # all experts on the GPU: the variant's own rates
+                # every expert on the GPU first, in a call of its own: its rates stand whatever the
+                # partial runs below do (a build without -ncmoe, a crash, a timeout)
+                entry["command"], entry["results"] = run_llama_bench(a.llama_bench, gguf, a)
+                full = rates_by_n(entry["results"], [0])[0]
+                for k, val in full.items():
                     if k != "n_cpu_moe":
                         entry[k] = val
-                entry["offload"] = [by_n[n] for n in sorted(by_n)]
+                entry["offload"] = [full]
+                partial = [n for n in ncmoe if n]
+                if partial:
+                    try:
+                        entry["offload_command"], entry["offload_results"] = run_llama_bench(a.llama_bench, gguf,
+                                                                                             a, partial)
+                        by_n = rates_by_n(entry["offload_results"], partial)
+                        entry["offload"] += [by_n[n] for n in partial]
+                        entry["offload_status"] = "ok"
+                    except Exception as e:  # recorded; the variant's own rates stand
+                        entry["offload_status"] = f"failed: {type(e).__name__}: {str(e)[:300]}"
+                        failed += 1
+                        print(f"bench_llamacpp: {v}, experts on the host: {entry['offload_status']}", flush=True)
                 first = entry["results"][0]
                 for k in ("build_commit", "build_number", "gpu_info", "backends", "flash_attn", "n_batch",
                           "n_threads"):

@@ -467,13 +467,15 @@ def llamacpp_lines(llama, arch):
            f"{pr['reps']} repetitions; prompt = pp{pr['prompt']} at the same depth. experts-q4_0: the bytes "
            "Horizon moves (non-routed FP16, routed experts Q4_0, 4.5 bits per weight); q4_0: every matrix but "
            "the embedding in Q4_0 (fewer bytes per token than Horizon moves).", ""]
-    offload = [o for o in pr.get("offload", []) if o.get("n_cpu_moe")]
+    experts = llama.get("model", {}).get("shape", {}).get("experts")
+    offload = [o for o in pr.get("offload", []) if is_num(experts) and 0 < o.get("residency", 0) < experts]
     if offload:
         out[-2] += (" Partial residency: llama.cpp keeps the routed experts of the first N layers in host memory "
                     "and computes them on the CPU (-ncmoe N, "
                     f"{lc.get('n_threads', UNKNOWN)} threads); N = floor(layers x (experts - resident) / experts), "
                     "so its GPU holds at least the share of the expert bytes that Horizon's cache holds: " +
-                    ", ".join(f"c{o['residency']} -> N = {o['n_cpu_moe']}" for o in offload) + ".")
+                    ", ".join(f"c{o['residency']} -> N = {o['n_cpu_moe']}" for o in offload) +
+                    " (N = 0: every expert on the GPU, the all-on-GPU rate).")
     rows = []
     for v in llama["variants"]:
         if v.get("status") != "ok":
@@ -482,6 +484,8 @@ def llamacpp_lines(llama, arch):
         for o in v.get("offload") or [{"n_cpu_moe": 0, **{k: v.get(k) for k in ("tg_tok_s", "tg_stddev_tok_s", "pp_tok_s")}}]:
             rows.append([v["variant"], str(o.get("n_cpu_moe", 0)), fmt(v.get("gguf_bytes"), "{:.2f}", 1e9),
                          fmt(o.get("tg_tok_s")), fmt(o.get("tg_stddev_tok_s")), fmt(o.get("pp_tok_s"), "{:,.0f}")])
+        if str(v.get("offload_status", "ok")) != "ok":
+            rows.append([v["variant"], "the runs with experts on the host", v["offload_status"], "", "", ""])
     return out + table(["GGUF", "expert layers on the host (-ncmoe)", "file GB", "decode t/s", "stddev",
                         f"prompt (pp{pr['prompt']}) t/s"], rows)
 

@@ -10,6 +10,7 @@ that fails (the report must record the failure and the exit status must be 1).
     check_gguf.py --src ROOT --mkmodel HZ_MKMODEL --work DIR
 """
 import argparse
+import importlib.util
 import json
 import os
 import stat
@@ -228,34 +229,74 @@ def main():
         else:
             check(v["status"].startswith("failed") and "exited with 3" in v["status"] and "tg_tok_s" not in v,
                   f"{out}: the failure is not recorded: {v}")
-    # Partial residency: --residencies 4,8 of the tiny model's 8 experts asks llama-bench for -ncmoe 0,K with
-    # K = floor(layers x 4 / 8) expert layers on the host, and carries each K's rates; rows without
-    # n_cpu_moe (a llama-bench without -ncmoe) fail the variant instead of being taken for all experts on
-    # the GPU.
+    # Partial residency. The mapping on the real shapes first: N = floor(layers x (E - R) / E) expert layers
+    # on the host, 0 at full residency and for R = 0 (every expert, to hz-bench).
+    spec = importlib.util.spec_from_file_location("bench_llamacpp", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for (layers, experts, r), n in {(16, 64, 30): 8, (16, 64, 50): 3, (16, 64, 60): 1, (16, 64, 61): 0,
+                                    (16, 64, 64): 0, (16, 64, 0): 0, (24, 60, 20): 16, (24, 60, 30): 12,
+                                    (24, 60, 39): 8, (24, 60, 60): 0}.items():
+        got = mod.cpu_moe_layers(layers, experts, r)
+        check(got == n, f"cpu_moe_layers({layers}, {experts}, {r}) = {got}, expected {n}")
+    # Then the calls, against stand-ins that answer their arguments: the tiny model (8 experts) at
+    # --residencies 0,4,6,8 runs every expert on the GPU in one call (no -ncmoe) and -ncmoe K in a second
+    # (K = floor(layers x 4 / 8); 0 and 6 and 8 map to 0). A build without -ncmoe (it refuses the flag and
+    # prints rows without n_cpu_moe) keeps the all-on-GPU rates and records the failed second call.
     layers = json.load(open(os.path.join(ck, "config.json")))["num_hidden_layers"]
     k = layers * 4 // 8
+    k6 = layers * 2 // 8
+    check(k > 0 and k6 == 0, f"the tiny model's {layers} layers do not separate the cases")
     args_file = os.path.join(a.work, "ncmoe-args.txt")
-    moe_rows = [dict(r, n_cpu_moe=n, avg_ts=r["avg_ts"] / (1 + n)) for n in (0, k) for r in rows]
-    ncmoe_exe = os.path.join(a.work, "llama-ncmoe")
-    stand_in(ncmoe_exe, f"echo \"$@\" > '{args_file}'\necho '{json.dumps(moe_rows)}'\n")
-    for exe, want_rc in ((ncmoe_exe, 0), (ok, 1)):
-        out = os.path.join(a.work, os.path.basename(exe) + "-partial.json")
+    answer = f"""import json, sys
+argv = sys.argv[1:]
+open({args_file!r}, "a").write(" ".join(argv) + "\\n")
+rows = {json.dumps(rows)}
+if "-ncmoe" in argv:
+    if OLD:
+        sys.stderr.write("error: invalid parameter for argument: -ncmoe\\n")
+        sys.exit(1)
+    ns = [int(x) for x in argv[argv.index("-ncmoe") + 1].split(",")]
+else:
+    ns = [0]
+out = []
+for n in ns:
+    for r in rows:
+        r = dict(r, avg_ts=r["avg_ts"] / (1 + n))
+        if not OLD:
+            r["n_cpu_moe"] = n
+        out.append(r)
+print(json.dumps(out))
+"""
+    for name, old, want_rc in (("llama-ncmoe", False, 0), ("llama-old", True, 1)):
+        exe = os.path.join(a.work, name)
+        with open(exe, "w") as f:
+            f.write(f"#!{sys.executable}\nOLD = {old}\n" + answer)
+        os.chmod(exe, os.stat(exe).st_mode | stat.S_IXUSR)
+        if os.path.exists(args_file):
+            os.remove(args_file)
+        out = os.path.join(a.work, name + "-partial.json")
         p = subprocess.run([sys.executable, script, "--checkpoint", ck, "--work", os.path.join(a.work, "g"),
-                            "--out", out, "--llama-bench", exe, "--variants", "experts-q4_0", "--residencies", "4,8"],
-                           capture_output=True, text=True)
-        check(p.returncode == want_rc, f"{os.path.basename(exe)} --residencies: exit {p.returncode}, expected {want_rc}")
+                            "--out", out, "--llama-bench", exe, "--variants", "experts-q4_0",
+                            "--residencies", "0,4,6,8"], capture_output=True, text=True)
+        check(p.returncode == want_rc, f"{name} --residencies: exit {p.returncode}, expected {want_rc}: {p.stderr[-300:]}")
         rep = json.load(open(out))
         v = rep["variants"][0]
-        check(rep["protocol"]["offload"] == [{"residency": 4, "n_cpu_moe": k}, {"residency": 8, "n_cpu_moe": 0}]
+        check(rep["protocol"]["offload"] == [{"residency": 0, "n_cpu_moe": 0}, {"residency": 4, "n_cpu_moe": k},
+                                             {"residency": 6, "n_cpu_moe": 0}, {"residency": 8, "n_cpu_moe": 0}]
               and rep["protocol"]["n_cpu_moe"] == [0, k], f"{out}: offload plan {rep['protocol']}")
-        if want_rc == 0:
-            argv = open(args_file).read().split()
-            check("-ncmoe" in argv and argv[argv.index("-ncmoe") + 1] == f"0,{k}", f"{out}: llama-bench argv {argv}")
-            check(v["status"] == "ok" and v["tg_tok_s"] == 321.25
+        calls = open(args_file).read().splitlines()
+        check(len(calls) == 2 and "-ncmoe" not in calls[0].split() and calls[1].split()[-3:-2] == [str(k)]
+              and calls[1].split()[-4] == "-ncmoe", f"{name}: llama-bench calls {calls}")
+        check(v["status"] == "ok" and v["tg_tok_s"] == 321.25 and v["pp_tok_s"] == 5000.5,
+              f"{out}: the all-on-GPU rates {v}")
+        if not old:
+            check(v["offload_status"] == "ok"
                   and [(o["n_cpu_moe"], o["tg_tok_s"], o["pp_tok_s"]) for o in v["offload"]]
                   == [(0, 321.25, 5000.5), (k, 321.25 / (1 + k), 5000.5 / (1 + k))], f"{out}: offload rates {v}")
         else:
-            check(v["status"].startswith("failed") and "no n_cpu_moe" in v["status"], f"{out}: {v['status']}")
+            check(v["offload_status"].startswith("failed") and "exited with 1" in v["offload_status"]
+                  and [o["n_cpu_moe"] for o in v["offload"]] == [0], f"{out}: the failed partial call {v}")
     # Unknown variants are refused before anything is written.
     p = subprocess.run([sys.executable, script, "--checkpoint", ck, "--work", a.work, "--out", "x.json",
                         "--gguf-only", "--variants", "q8"], capture_output=True, text=True)
