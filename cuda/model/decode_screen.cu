@@ -29,29 +29,9 @@ __device__ __forceinline__ float code_at(uint32_t biased, int k) {
     return __int_as_float((int)__byte_perm(biased, 0x4B000000u, 0x7440u + (uint32_t)k)) - 8388736.0f;
 }
 
-/* 16 INT8 codes times the 16 FP16 inputs xs4[2c], xs4[2c + 1], added to acc in FP32 (every product is
- * exact: 8 by 11 significant bits). */
-__device__ __forceinline__ float dot16_codes(uint4 codes, const uint4 *xs4, uint32_t c, float acc) {
-    const uint4 x0 = xs4[2u * c], x1 = xs4[2u * c + 1u];
-    const __half2 *h0 = reinterpret_cast<const __half2 *>(&x0);
-    const __half2 *h1 = reinterpret_cast<const __half2 *>(&x1);
-    const uint32_t cw[4] = {codes.x ^ 0x80808080u, codes.y ^ 0x80808080u, codes.z ^ 0x80808080u,
-                            codes.w ^ 0x80808080u};
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        /* codes 4i .. 4i+3 meet inputs 4i .. 4i+3: halves 2i and 2i+1 of x0 (i < 2) or of x1 */
-        const __half2 *h = i < 2 ? h0 + 2 * i : h1 + 2 * (i - 2);
-        const float2 a = __half22float2(h[0]), b = __half22float2(h[1]);
-        acc = fmaf(code_at(cw[i], 0), a.x, acc);
-        acc = fmaf(code_at(cw[i], 1), a.y, acc);
-        acc = fmaf(code_at(cw[i], 2), b.x, acc);
-        acc = fmaf(code_at(cw[i], 3), b.y, acc);
-    }
-    return acc;
-}
-
-/* The same with the 16 inputs in registers (x[0..8), FP16 pairs). */
-__device__ __forceinline__ float dot16_codes_reg(uint4 codes, const __half2 *x, float acc) {
+/* 16 INT8 codes times 16 FP16 inputs (x[0..8), pairs in order: code j meets input j), added to acc in
+ * FP32 (every product is exact: 8 by 11 significant bits). */
+__device__ __forceinline__ float dot16_codes(uint4 codes, const __half2 *x, float acc) {
     const uint32_t cw[4] = {codes.x ^ 0x80808080u, codes.y ^ 0x80808080u, codes.z ^ 0x80808080u,
                             codes.w ^ 0x80808080u};
 #pragma unroll
@@ -100,9 +80,9 @@ __device__ void screen_build_x(const hz_dgemv_args &x, uint16_t *xs, float *red)
     __syncthreads();
 }
 
-/* Pass 1: every row's screened value and upper bound (ub), and the grid's largest lower bound (best). */
-/* XREG: a row is one batch (in <= 16 x 32 x kScreenBatch): each lane keeps the inputs of its chunks in
- * FP32 registers for every row, instead of reading and converting them from shared memory per row. */
+/* Pass 1: every row's screened value and upper bound (ub), and the grid's largest lower bound (best).
+ * XREG: a row is one batch (in <= 16 x 32 x kScreenBatch): each lane keeps the inputs of its chunks in
+ * registers (FP16 pairs) for every row, instead of reading them from shared memory per row. */
 template <bool XREG>
 __global__ void __launch_bounds__(kGemvThreads, XREG ? 2 : 4) screen_kernel(const __grid_constant__ hz_dscreen_args a) {
     extern __shared__ __align__(16) uint16_t xs[];
@@ -141,13 +121,13 @@ __global__ void __launch_bounds__(kGemvThreads, XREG ? 2 : 4) screen_kernel(cons
         float acc = 0.0f;
         if (XREG) {
 #pragma unroll
-            for (int u = 0; u < kScreenBatch; u++) acc = dot16_codes_reg(cv[u], xr + 8 * u, acc); /* zeros past the row */
+            for (int u = 0; u < kScreenBatch; u++) acc = dot16_codes(cv[u], xr + 8 * u, acc); /* zeros past the row */
         } else {
             for (uint32_t c0 = 0;;) {
 #pragma unroll
                 for (int u = 0; u < kScreenBatch; u++) {
                     const uint32_t c = c0 + (uint32_t)u * kWarp + lane;
-                    if (c < chunks) acc = dot16_codes(cv[u], xs4, c, acc);
+                    if (c < chunks) acc = dot16_codes(cv[u], reinterpret_cast<const __half2 *>(xs4 + 2u * c), acc);
                 }
                 c0 += (uint32_t)kScreenBatch * kWarp;
                 if (c0 >= chunks) break;
