@@ -29,12 +29,15 @@
 
 typedef enum init_kind { INIT_LINEAR, INIT_NORM, INIT_BIAS } init_kind;
 
+#define INIT_STD 0.02f /* transformers' initializer_range */
+
 typedef struct gen_tensor {
     char name[HZ_TENSOR_NAME_MAX];
     uint32_t ndim;
     uint64_t shape[2];
     uint64_t numel;
     init_kind kind;
+    float std; /* INIT_LINEAR: the standard deviation (INIT_STD; --embed-std for the embedding) */
     uint32_t shard;
 } gen_tensor;
 
@@ -46,9 +49,13 @@ typedef struct gen_list {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: hz-mkmodel --arch olmoe|qwen2moe --preset tiny|olmoe-1b-7b|qwen1.5-moe-a2.7b\n"
-            "                  [--seed N] [--shard-bytes N] [--layers N] OUT_DIR\n"
+            "                  [--seed N] [--shard-bytes N] [--layers N] [--embed-std X] OUT_DIR\n"
             "Writes a random-weight Hugging Face checkpoint (config.json + BF16 safetensors).\n"
-            "--layers overrides the preset's layer count (full-width shapes with few layers, for benchmarks).\n");
+            "--layers overrides the preset's layer count (full-width shapes with few layers, for benchmarks).\n"
+            "--embed-std sets the embedding's standard deviation (default 0.02, as every other matrix). With\n"
+            "  0.02 the hidden states of all positions grow alike through the layers, so most tokens pick the\n"
+            "  same experts; with about 1 each token's own embedding dominates and its experts follow its id\n"
+            "  (benchmarks of partial residency with spread routing).\n");
 }
 
 static int die(int status, const char *what) {
@@ -76,6 +83,7 @@ static int push(gen_list *l, const char *name, uint32_t ndim, uint64_t d0, uint6
     if (len >= 5 && strcmp(name + len - 5, ".bias") == 0) t->kind = INIT_BIAS;
     else if (len >= 11 && strcmp(name + len - 11, "norm.weight") == 0) t->kind = INIT_NORM;
     else t->kind = INIT_LINEAR;
+    t->std = INIT_STD;
     return HZ_OK;
 }
 
@@ -102,7 +110,7 @@ static float init_value(const gen_tensor *t, uint64_t seed, uint64_t i) {
     case INIT_BIAS:
         return 0.02f * n;
     default:
-        return 0.02f * n; /* transformers' initializer_range */
+        return t->std * n;
     }
 }
 
@@ -233,11 +241,13 @@ int main(int argc, char **argv) {
     const char *arch_s = NULL, *preset = NULL;
     uint64_t seed = 0, shard_limit = SHARD_LIMIT;
     uint32_t layers = 0; /* 0: the preset's */
+    float embed_std = INIT_STD;
     static const struct option opts[] = {{"arch", required_argument, NULL, 'a'},
                                          {"preset", required_argument, NULL, 'p'},
                                          {"seed", required_argument, NULL, 's'},
                                          {"shard-bytes", required_argument, NULL, 'b'},
                                          {"layers", required_argument, NULL, 'l'},
+                                         {"embed-std", required_argument, NULL, 'e'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int c;
@@ -278,6 +288,17 @@ int main(int argc, char **argv) {
                 return 2;
             }
             layers = (uint32_t)v;
+            break;
+        }
+        case 'e': {
+            char *end;
+            errno = 0;
+            double v = strtod(optarg, &end);
+            if (errno || *end || !*optarg || !(v > 0.0 && v <= 16.0)) {
+                fprintf(stderr, "hz-mkmodel: --embed-std: not a standard deviation in (0, 16]: %s\n", optarg);
+                return 2;
+            }
+            embed_std = (float)v;
             break;
         }
         case 'h':
@@ -332,6 +353,8 @@ int main(int argc, char **argv) {
     }
     free(specs);
     if (rc) return die(rc, NULL);
+    for (uint32_t i = 0; i < l.n; i++)
+        if (strcmp(l.v[i].name, "model.embed_tokens.weight") == 0) l.v[i].std = embed_std;
 
     /* assign shards greedily in order */
     uint64_t total = 0, in_shard = 0;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # scripts/bench end to end on the cpu backend (tiny models, --quick, every step that runs without a GPU,
 # every transport, threaded-whole and threaded+prefetch included), its reports checked by check_report.py, then
-# scripts/bench_report.py checked by check_markdown.py (figures recomputed, insertion idempotent).
+# scripts/bench_report.py checked by check_markdown.py (figures recomputed, insertion idempotent); --steps
+# clean, --embed-std's own folder, bad arguments refused.
 # usage: report.sh SOURCE_ROOT BUILD_ROOT CHECK_REPORT_PY CHECK_MARKDOWN_PY
 set -eu
 src=$1 build=$2 check=$3 checkmd=$4
@@ -43,6 +44,18 @@ python3 "$checkmd" --src "$src" --out "$w/out" --work "$w/md"
 bash "$src/scripts/bench" --tiny --device cpu --build "$build" --work "$w/work" --out "$w/out" --steps clean \
     --models olmoe >/dev/null
 [ ! -f "$w/work/tiny/olmoe.hzq" ] && [ -f "$w/work/tiny/qwen.hzq" ] || fail "clean removed the wrong models"
+# --embed-std makes its checkpoints in a folder of their own: the default artifact is left as it was.
+cp "$w/work/tiny/qwen.hzq" "$w/qwen-default.hzq"
+bash "$src/scripts/bench" --tiny --device cpu --build "$build" --work "$w/work" --out "$w/out-e" --steps models \
+    --models qwen --embed-std 1 >"$w/log-e.txt" 2>&1 || { tail -20 "$w/log-e.txt"; fail "--embed-std 1 failed"; }
+grep -q -- '--embed-std 1' "$w/log-e.txt" || fail "hz-mkmodel was not given --embed-std"
+[ -f "$w/work/tiny/embed-std-1/qwen.hzq" ] || fail "--embed-std left no artifact in its folder"
+cmp -s "$w/work/tiny/qwen.hzq" "$w/qwen-default.hzq" || fail "--embed-std replaced the default artifact"
+! cmp -s "$w/work/tiny/embed-std-1/qwen.hzq" "$w/qwen-default.hzq" || fail "--embed-std 1 made the default model"
+if bash "$src/scripts/bench" --tiny --device cpu --build "$build" --work "$w/work" --out "$w/out-e" --steps models \
+    --embed-std 1x >/dev/null 2>&1; then
+    fail "--embed-std 1x was accepted"
+fi
 if bash "$src/scripts/bench" --steps bogus --out "$w/out" --work "$w/work" >/dev/null 2>&1; then
     fail "an unknown step was accepted"
 fi

@@ -2,7 +2,8 @@
 # The tools and the files around them: an output never replaces an input (shards, config.json, the
 # index), another output (however either is spelt) or something
 # that is not a regular file; a failed run leaves what was at its output paths as it was; a FIFO given
-# as an input is refused at once; hz-mkmodel run again in a directory leaves one checkpoint there; a
+# as an input is refused at once; hz-mkmodel run again in a directory leaves one checkpoint there (and
+# its --embed-std changes the embedding alone); a
 # config with absurd counts is refused before anything is allocated for them; an expert width the
 # checkpoint's expert tensors do not have, or a missing expert tensor, is refused from the headers
 # before any output is created or any buffer is sized from that width.
@@ -82,6 +83,27 @@ test "$("$inspect" "$w/q.hzq" | sed -n 's/^identity: //p')" = "$("$inspect" "$w/
 "$mkmodel" --arch qwen2moe --preset tiny --seed 5 --shard-bytes 1000000 "$w/q" >/dev/null
 test ! -e "$w/q/model.safetensors" || fail "the single file of the earlier run was left beside the shards"
 expect_fail "not a number" "$mkmodel" --arch olmoe --preset tiny --seed -1 "$w/x"
+# --embed-std: 0.02 is the default (the same checkpoint); another value changes the embedding and
+# nothing else (every other tensor's bytes are the same); values outside (0, 16] are refused
+"$mkmodel" --arch qwen2moe --preset tiny --seed 5 --embed-std 0.02 "$w/e2" >/dev/null
+cmp -s "$w/q5/model.safetensors" "$w/e2/model.safetensors" || fail "--embed-std 0.02 is not the default"
+"$mkmodel" --arch qwen2moe --preset tiny --seed 5 --embed-std 1 "$w/e1" >/dev/null
+python3 - "$w/q5/model.safetensors" "$w/e1/model.safetensors" <<'PY' || fail "--embed-std 1 changed more than the embedding"
+import json, struct, sys
+def tensors(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    h.pop("__metadata__", None)
+    return {k: b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in h.items()}
+a, e = tensors(sys.argv[1]), tensors(sys.argv[2])
+assert a.keys() == e.keys()
+changed = sorted(k for k in a if a[k] != e[k])
+assert changed == ["model.embed_tokens.weight"], changed
+PY
+for bad in 0 -1 17 x 1e400; do
+    expect_fail "not a standard deviation" "$mkmodel" --arch olmoe --preset tiny --embed-std "$bad" "$w/x"
+done
 expect_fail "not a positive number" "$mkmodel" --arch olmoe --preset tiny --shard-bytes -5 "$w/x"
 
 # 5. absurd counts in config.json are refused by the parser (no allocation sized by them)

@@ -3,19 +3,21 @@
  * hz-pack), next to the token-by-token path on the same prompt.
  *
  * Usage: bench_prefill_gpu MODEL.hzq [--tokens N] [--reps R] [--token-reps R] [--capacity C]
+ *                          [--transport serial|threaded|registered]
  *   --tokens      prompt length (default 512)
  *   --reps        timed batched prefills (default 5; median reported) after one warm-up run
  *   --token-reps  timed token-by-token prefills (default 1; 0 skips the token path)
  *   --capacity    experts per layer in the cache (default 0 = all: full residency)
+ *   --transport   the cache's miss transport at partial residency (default threaded, as hz-bench's)
  * Every run starts from position 0 (hz_session_reset) with the same prompt; a run is timed from the
  * hz_prefill call to its return, which includes the final device synchronisation.
  *
- * Prints one line, `key=value` fields: arch, layers, tokens, residency, batched_ms, batched_tok_s,
- * token_ms, token_tok_s, speedup, max_rel (max|batched - token| / max|token| over the last token's
- * logits) and greedy (same / differ: random full-size models have nearly flat logits, so a differing
- * greedy token is reported, not failed). Exit status 1 when a run fails or max_rel exceeds
- * BENCH_REL_BOUND, the full-size bound of doc/numerics.md: both paths round at the same points and
- * differ only in FP32 summation order, which through a few full-width layers stays far below it. */
+ * Prints one line, `key=value` fields: arch, layers, tokens, residency, capacity, transport, batched_ms,
+ * batched_tok_s, token_ms, token_tok_s, speedup, max_rel (max|batched - token| / max|token| over the last
+ * token's logits) and greedy (same / differ: random full-size models have nearly flat logits, so a differing
+ * greedy token is reported, not failed). Exit status 1 when a run fails or max_rel exceeds BENCH_REL_BOUND,
+ * the full-size bound of doc/numerics.md: both paths round at the same points and differ only in FP32
+ * summation order, which through a few full-width layers stays far below it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +68,7 @@ static int time_prefill(hz_session *s, const int32_t *prompt, uint32_t n, uint32
 
 int main(int argc, char **argv) {
     uint32_t tokens = 512, reps = 5, token_reps = 1, capacity = 0;
-    const char *path = NULL;
+    const char *path = NULL, *transport = "threaded";
     int bad = 0;
     for (int i = 1; i < argc && !bad; i++) {
         uint32_t *dst = NULL;
@@ -74,15 +76,23 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--reps") == 0) dst = &reps;
         else if (strcmp(argv[i], "--token-reps") == 0) dst = &token_reps;
         else if (strcmp(argv[i], "--capacity") == 0) dst = &capacity;
-        if (dst)
+        if (strcmp(argv[i], "--transport") == 0) {
+            bad = i + 1 >= argc;
+            if (!bad) transport = argv[++i];
+        } else if (dst)
             bad = i + 1 >= argc || parse_u32(argv[++i], dst);
         else if (argv[i][0] != '-' && !path)
             path = argv[i];
         else
             bad = 1;
     }
-    if (bad || !path || tokens == 0 || reps == 0) {
-        printf("usage: bench_prefill_gpu MODEL.hzq [--tokens N] [--reps R] [--token-reps R] [--capacity C]\n");
+    const int tr = strcmp(transport, "serial") == 0     ? HZ_TRANSPORT_SERIAL
+                   : strcmp(transport, "threaded") == 0   ? HZ_TRANSPORT_THREADED
+                   : strcmp(transport, "registered") == 0 ? HZ_TRANSPORT_REGISTERED
+                                                          : -1;
+    if (bad || !path || tokens == 0 || reps == 0 || tr < 0) {
+        printf("usage: bench_prefill_gpu MODEL.hzq [--tokens N] [--reps R] [--token-reps R] [--capacity C]\n"
+               "                         [--transport serial|threaded|registered]\n");
         return 2;
     }
     hz_host_backing *b = NULL;
@@ -93,6 +103,7 @@ int main(int argc, char **argv) {
     hz_cache_options co;
     hz_cache_options_init(&co);
     co.capacity = capacity;
+    co.transport = tr;
     hz_session_options so;
     hz_session_options_init(&so);
     so.max_context = tokens;
@@ -152,8 +163,8 @@ int main(int argc, char **argv) {
         }
         max_rel = mr > 0 ? md / mr : md;
     }
-    printf("bench_prefill: arch=%s layers=%u tokens=%u residency=%s capacity=%u batched_ms=%.3f batched_tok_s=%.1f",
-           arch, info.layers, tokens, capacity && capacity < info.experts ? "partial" : "full", capacity, tb * 1e3,
+    printf("bench_prefill: arch=%s layers=%u tokens=%u residency=%s capacity=%u transport=%s batched_ms=%.3f batched_tok_s=%.1f",
+           arch, info.layers, tokens, capacity && capacity < info.experts ? "partial" : "full", capacity, transport, tb * 1e3,
            tokens / tb);
     if (token_reps)
         printf(" token_ms=%.3f token_tok_s=%.1f speedup=%.1f max_rel=%.3e greedy=%s", tt * 1e3, tokens / tt, tt / tb,
