@@ -42,6 +42,8 @@
 
 #include <horizon/horizon.h>
 
+#include "report_file.h"
+
 /* ------------------------------------------------------------------------------------------------
  * The prompt rule. Changing any constant here changes every figure: bump BENCH_SCHEMA with it.
  * ---------------------------------------------------------------------------------------------- */
@@ -1112,36 +1114,6 @@ static void usage(FILE *f) {
             "Prompt rule: " PROMPT_RULE_TEXT "\n");
 }
 
-static int write_report(const char *path, const char *text) {
-    if (strcmp(path, "-") == 0) {
-        if (fputs(text, stdout) < 0 || fputc('\n', stdout) == EOF || fflush(stdout)) {
-            fprintf(stderr, "hz-bench: writing the report to stdout: %s\n", strerror(errno));
-            return 1;
-        }
-        return 0;
-    }
-    /* Written beside the target and renamed, so a failed run never leaves a half report. */
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!tmp) return fail_oom();
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "hz-bench: cannot create '%s': %s\n", tmp, strerror(errno));
-        free(tmp);
-        return 1;
-    }
-    int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        fprintf(stderr, "hz-bench: cannot write '%s': %s\n", path, strerror(errno));
-        remove(tmp);
-        free(tmp);
-        return 1;
-    }
-    free(tmp);
-    return 0;
-}
 
 int main(int argc, char **argv) {
     bench_opts o = {NULL, "auto", "auto", "serial", NULL, "0", 12, 3, 128, 64, 0, 0, 0, 0.0};
@@ -1373,7 +1345,7 @@ int main(int argc, char **argv) {
             }
         fflush(t);
     }
-    if (o.json_path && write_report(o.json_path, text)) goto done;
+    if (o.json_path && report_file_write("hz-bench", o.json_path, text)) goto done;
     rc = 0;
 
 done:

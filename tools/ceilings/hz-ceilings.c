@@ -50,6 +50,7 @@
 #include <cjson/cJSON.h>
 #include <cuda_runtime_api.h>
 
+#include "../report_file.h"
 #include "ceil_kernels.h"
 #include "transact/transact.h" /* hz_txn_copy_streaming: the staging copies' routine */
 
@@ -841,28 +842,6 @@ static void settings_json(const opts *o, cJSON *root) {
     cJSON_AddStringToObject(s, "units", "gbps = 1e9 bytes per second over the median time");
 }
 
-/* Writes text to path ('-': stdout), beside the target then renamed, so no half report is left. */
-static int write_text(const char *path, const char *text) {
-    if (strcmp(path, "-") == 0) return (fputs(text, stdout) < 0 || fputc('\n', stdout) == EOF || fflush(stdout)) ? 1 : 0;
-    char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp) {
-        fprintf(stderr, "hz-ceilings: path too long: %s\n", path);
-        return 1;
-    }
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "hz-ceilings: cannot create '%s': %s\n", tmp, strerror(errno));
-        return 1;
-    }
-    int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        fprintf(stderr, "hz-ceilings: cannot write '%s': %s\n", path, strerror(errno));
-        remove(tmp);
-        return 1;
-    }
-    return 0;
-}
 
 /* ------------------------------------------------------------------------------------------------
  * main
@@ -1032,7 +1011,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "hz-ceilings: out of memory printing the report\n");
         goto done;
     }
-    if (o.json_path && write_text(o.json_path, text)) goto done;
+    if (o.json_path && report_file_write("hz-ceilings", o.json_path, text)) goto done;
     fprintf(g_out, "hz-ceilings: OK\n");
     rc = 0;
 done:
