@@ -196,7 +196,8 @@ def run_figures(rep, run, mb, ceil, peer, llama=None):
     lab, m = run["label"], run["cache"]["measured"]
     f = {"model": lab["model_shape"]["architecture"], "executor": lab["executor"], "residency": lab["residency"],
          "resident": lab["resident"], "experts": lab["experts"],
-         "transport": lab["transport"] + ("+prefetch" if lab.get("prefetch") == "next_layer" else ""),
+         "transport": lab["transport"] + ("+prefetch" if lab.get("prefetch") == "next_layer" else "")
+                      + (", random ids" if p.get("decode_input") == "random" else ""),
          "blocks": p["blocks"], "prompts": p["prompts"], "tokens": n_tok, "quick": p.get("quick", False),
          "invariant_checker": lab.get("invariant_checker"), "device": lab["device"],
          "pooled_decode_tok_s": run["pooled_decode_tok_s"], "overall_output_tok_s": run["overall_output_tok_s"],
@@ -648,10 +649,16 @@ def build_section(found, run_id):
                       + f", vocab {s['vocab']}")
         summary = summaries.get(rep0["model"]["identity"])
         peer, llama = peers.get(key), llamas.get(key)
+        feeds = sorted({rep["protocol"].get("decode_input", "greedy") for _, _, rep in group})
+        feed_text = {("greedy",): "greedy, EOS suppressed",
+                     ("random",): "each decode step fed a random token id (hz-bench --feed random, as llama-bench's "
+                                  "decode test), the outputs greedy and not fed back",
+                     ("greedy", "random"): "greedy with EOS suppressed, or (rows marked \"random ids\") each decode "
+                                           "step fed a random token id"}[tuple(feeds)]
         lines += [f"#### {shape_text}", "", f"Artifact identity {rep0['model']['identity']}."
                   f" Protocol: {rep0['protocol']['prompts']} prompts x {rep0['protocol']['blocks']} blocks x "
-                  f"{rep0['protocol']['tokens']} tokens, warm-up {rep0['protocol']['warmup_tokens']} tokens, greedy, "
-                  "EOS suppressed, concurrency 1, canonical placement then LRU"
+                  f"{rep0['protocol']['tokens']} tokens, warm-up {rep0['protocol']['warmup_tokens']} tokens, "
+                  f"{feed_text}, concurrency 1, canonical placement then LRU"
                   + (" (**--quick: a plumbing check, not a figure**)" if rep0["protocol"].get("quick") else "") + ".", ""]
         model_figs = []
         for d, path, rep in group:

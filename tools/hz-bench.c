@@ -3,12 +3,19 @@
  *   hz-bench MODEL.hzq [--device auto|cpu|cuda:N] [--resident N[,N...]] [--executor NAME]
  *            [--prompts 12] [--blocks 3] [--tokens 128] [--warmup 64]
  *            [--transport serial|threaded|registered] [--staging-threads N] [--h2d-ceiling GBPS]
- *            [--prefetch] [--json OUT.json|-] [--quick]
+ *            [--prefetch] [--feed greedy|random] [--json OUT.json|-] [--quick]
  *
  * For every residency in the list it creates a fresh cache (canonical initial placement, LRU eviction),
  * a model and one session, runs a warmup request that no figure includes, then runs the fixed prompt
  * set `blocks` times in order, one request at a time, greedy with EOS suppressed. The cache is never
  * recreated inside a residency, so the LRU state evolves across every request of the run.
+ *
+ * --feed random (not the contract's protocol): each decode step is fed a seeded random token id instead
+ * of the previous step's output, as llama-bench's decode test feeds them. The outputs are still sampled
+ * greedily and hashed, never fed back, so no EOS is suppressed. Random weights decode greedily into
+ * repeated tokens, which reuse their experts; random inputs give partial residency the routing of
+ * distinct tokens (doc/bench.md, "Routing of the random-weight shapes"). Sets HZ_GPU_SPECULATE=0: a
+ * step queued ahead with the sampled token would be discarded at every step.
  *
  * Figures (doc/bench.md defines them; the code below follows those definitions literally):
  *   pooled decode       = sum(N - 1) / sum(response - TTFT)
@@ -55,6 +62,7 @@
 #define PROMPT_LEN_STEPS 12u /* lengths PROMPT_MIN_LEN .. PROMPT_MAX_LEN in 12 even steps */
 #define PROMPT_ORDER_STRIDE 5u /* coprime with 12: interleaves short and long prompts */
 #define WARMUP_PROMPT_LEN 16u
+#define FEED_SEED UINT64_C(0x486f72697a6f6e32) /* "Horizon2": --feed random's decode inputs */
 
 #define PROMPT_RULE_TEXT                                                                                   \
     "prompt k (k = 0, 1, ...) has length 16 + (j * 112) / 11 with j = (5 * k) mod 12, i.e. the order "    \
@@ -289,6 +297,7 @@ typedef struct bench_ctx {
     int32_t eos;
     uint32_t vocab;
     uint64_t digest; /* FNV-1a over the generated ids of the measured requests */
+    int feed_random; /* --feed random: decode inputs from run_request's `feed`, outputs not fed back */
     hz_cache *cache;
     double prefill[N_COUNTERS], decode[N_COUNTERS]; /* counter deltas of the measured requests, by phase */
 } bench_ctx;
@@ -326,12 +335,12 @@ static void digest_add(uint64_t *h, int32_t t) {
 }
 
 /* Runs one request: reset, prefill (its sampled token is the first output), then n_out - 1 decode
- * steps. TTFT ends when the first output token is known, the response when the last one is. A measured
+ * steps, each fed the previous output (greedy), or feed[i] with --feed random (n_out - 1 ids). TTFT ends when the first output token is known, the response when the last one is. A measured
  * request also reads the cache counters before, between the two phases and after, so the decode
  * phase's misses and H2D bytes are known apart from the prefill's (the decode roofline needs them); the
  * read between the phases is timed and left out of the response time. */
-static int run_request(bench_ctx *c, const int32_t *prompt, uint32_t len, uint32_t n_out, int measured,
-                       request_result *r) {
+static int run_request(bench_ctx *c, const int32_t *prompt, uint32_t len, const int32_t *feed, uint32_t n_out,
+                       int measured, request_result *r) {
     int st;
     double c0[N_COUNTERS], c1[N_COUNTERS], c2[N_COUNTERS];
     int split = measured && c->cache;
@@ -342,14 +351,15 @@ static int run_request(bench_ctx *c, const int32_t *prompt, uint32_t len, uint32
     int32_t next = -1;
     double t0 = now_s();
     if ((st = hz_prefill(c->session, prompt, len, &next))) return fail_hz("prefill", st);
-    if (suppress_eos(c, &next, &r->eos_substitutions)) return 1;
+    if (!c->feed_random && suppress_eos(c, &next, &r->eos_substitutions)) return 1;
     double t_first = now_s();
     if (split && cache_counts(c->cache, c1, 0)) return 1;
     double t_resume = now_s();
     if (measured) digest_add(&c->digest, next);
     for (uint32_t i = 1; i < n_out; i++) {
-        if ((st = hz_decode_step(c->session, next, &next))) return fail_hz("decode step", st);
-        if (suppress_eos(c, &next, &r->eos_substitutions)) return 1;
+        const int32_t in = c->feed_random ? feed[i - 1] : next;
+        if ((st = hz_decode_step(c->session, in, &next))) return fail_hz("decode step", st);
+        if (!c->feed_random && suppress_eos(c, &next, &r->eos_substitutions)) return 1;
         if (measured) digest_add(&c->digest, next);
     }
     double t_end = now_s();
@@ -577,6 +587,7 @@ typedef struct bench_opts {
     int quick;
     uint32_t staging_threads; /* threaded transport; 0 = the library's default */
     int prefetch;             /* --prefetch: HZ_PREFETCH_NEXT_LAYER */
+    int feed_random;          /* --feed random */
     double h2d_ceiling_gbps;  /* pinned H2D at expert size from hz-ceilings; 0 = not given */
 } bench_opts;
 
@@ -706,6 +717,8 @@ typedef struct shared_state {
     hz_device *device;
     int32_t **prompts; /* o->prompts prompt arrays */
     int32_t *warmup_prompt;
+    int32_t **feeds;   /* --feed random: o->prompts arrays of o->tokens - 1 decode inputs */
+    int32_t *warmup_feed;
     uint64_t rss_process_peak;
     const char *rss_source;
     int rss_resettable;
@@ -802,6 +815,23 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
         }
         prompt_tokens(PROMPT_SEED - 1, WARMUP_PROMPT_LEN, info.vocab_size, info.eos_token, S->warmup_prompt);
     }
+    /* --feed random: each request's decode inputs, made once like the prompts (outside every timing) */
+    if (o->feed_random && !S->feeds) {
+        const uint32_t nf = o->tokens > o->warmup ? o->tokens : o->warmup; /* one array length serves both */
+        if (!(S->feeds = calloc(o->prompts, sizeof *S->feeds)) ||
+            !(S->warmup_feed = malloc(((size_t)nf + 1u) * sizeof(int32_t)))) {
+            rc = fail_oom();
+            goto done;
+        }
+        for (uint32_t k = 0; k < o->prompts; k++) {
+            if (!(S->feeds[k] = malloc(((size_t)nf + 1u) * sizeof(int32_t)))) {
+                rc = fail_oom();
+                goto done;
+            }
+            prompt_tokens(FEED_SEED + k, nf + 1u, info.vocab_size, info.eos_token, S->feeds[k]);
+        }
+        prompt_tokens(FEED_SEED - 1, nf + 1u, info.vocab_size, info.eos_token, S->warmup_feed);
+    }
     /* A request occupies len + N - 1 positions (the last token is sampled, never run). */
     for (uint32_t k = 0; k < o->prompts; k++)
         if (prompt_length(k) > longest) longest = prompt_length(k);
@@ -828,13 +858,15 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
     c.vocab = info.vocab_size;
     c.digest = UINT64_C(0xcbf29ce484222325);
     c.cache = cache;
+    c.feed_random = o->feed_random;
 
     if (cache_snapshot(cache, &s_create, 1)) goto done;
     if (vram_sample(S->device, &vp)) goto done;
 
     /* Warmup: excluded from every figure, but it does move the cache (that is its purpose). */
     request_result wr;
-    if (o->warmup && run_request(&c, S->warmup_prompt, WARMUP_PROMPT_LEN, o->warmup, 0, &wr)) goto done;
+    if (o->warmup && run_request(&c, S->warmup_prompt, WARMUP_PROMPT_LEN, S->warmup_feed, o->warmup, 0, &wr))
+        goto done;
     if (cache_snapshot(cache, &s_warm, 1)) goto done;
     if (vram_sample(S->device, &vp)) goto done;
 
@@ -848,7 +880,9 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
     }
     for (uint32_t b = 0; b < o->blocks; b++)
         for (uint32_t k = 0; k < o->prompts; k++) {
-            if (run_request(&c, S->prompts[k], prompt_length(k), o->tokens, 1, &req[b * o->prompts + k])) goto done;
+            if (run_request(&c, S->prompts[k], prompt_length(k), S->feeds ? S->feeds[k] : NULL, o->tokens, 1,
+                            &req[b * o->prompts + k]))
+                goto done;
             /* Outside the timed section: a memory query per request is cheap next to 128 tokens. */
             if (vram_sample(S->device, &vp)) goto done;
         }
@@ -1083,7 +1117,7 @@ static void usage(FILE *f) {
             "usage: hz-bench MODEL.hzq [--device auto|cpu|cuda:N] [--resident N[,N...]] [--executor NAME]\n"
             "                [--prompts 12] [--blocks 3] [--tokens 128] [--warmup 64]\n"
             "                [--transport serial|threaded|registered] [--staging-threads N]\n"
-            "                [--h2d-ceiling GBPS] [--prefetch] [--json OUT.json|-] [--quick]\n"
+            "                [--h2d-ceiling GBPS] [--prefetch] [--feed greedy|random] [--json OUT.json|-] [--quick]\n"
             "Measures the performance contract (DESIGN.md section 6, doc/bench.md): for each residency a\n"
             "fresh cache (canonical initial placement: experts 0..N-1 of every layer, then LRU evolving over\n"
             "the whole run), a warmup request excluded from every figure, then the fixed prompts run --blocks\n"
@@ -1101,6 +1135,9 @@ static void usage(FILE *f) {
             "               registered for direct DMA) (default serial)\n"
             "  --staging-threads  copy threads of the threaded transport (default 0 = 3/4 of the online CPUs, at most 12)\n"
             "  --prefetch   speculative next-layer prefetch (HZ_PREFETCH_NEXT_LAYER; default off)\n"
+            "  --feed       decode inputs: greedy (the previous output; the contract's) or random (seeded random\n"
+            "               ids, as llama-bench's decode test; outputs still greedy, not fed back; sets\n"
+            "               HZ_GPU_SPECULATE=0) (default greedy)\n"
             "  --h2d-ceiling  pinned H2D GB/s at expert size (hz-ceilings): the miss-path bandwidth is also\n"
             "               reported as a fraction of it\n"
             "  --json       write the JSON report to this file ('-': to stdout, the table then goes to stderr)\n"
@@ -1116,7 +1153,7 @@ static void usage(FILE *f) {
 
 
 int main(int argc, char **argv) {
-    bench_opts o = {NULL, "auto", "auto", "serial", NULL, "0", 12, 3, 128, 64, 0, 0, 0, 0.0};
+    bench_opts o = {NULL, "auto", "auto", "serial", NULL, "0", 12, 3, 128, 64, 0, 0, 0, 0, 0.0};
     int set_prompts = 0, set_blocks = 0, set_tokens = 0, set_warmup = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -1134,6 +1171,14 @@ int main(int argc, char **argv) {
             o.transport = argv[++i];
         } else if (strcmp(a, "--prefetch") == 0) {
             o.prefetch = 1;
+        } else if (strcmp(a, "--feed") == 0 && has_value) {
+            const char *v = argv[++i];
+            if (strcmp(v, "random") == 0) {
+                o.feed_random = 1;
+            } else if (strcmp(v, "greedy") != 0) {
+                fprintf(stderr, "hz-bench: --feed: '%s' is neither greedy nor random\n", v);
+                return 1;
+            }
         } else if (strcmp(a, "--staging-threads") == 0 && has_value) {
             if (parse_u32(argv[++i], "--staging-threads", &o.staging_threads)) return 1;
         } else if (strcmp(a, "--json") == 0 && has_value) {
@@ -1169,6 +1214,11 @@ int main(int argc, char **argv) {
     if (!o.model_path) {
         fprintf(stderr, "hz-bench: no model given\n");
         usage(stderr);
+        return 1;
+    }
+    /* read when a session is created: a step queued ahead with the sampled token would never be the next */
+    if (o.feed_random && setenv("HZ_GPU_SPECULATE", "0", 1) != 0) {
+        fprintf(stderr, "hz-bench: setting HZ_GPU_SPECULATE: %s\n", strerror(errno));
         return 1;
     }
     if (o.quick) {
@@ -1271,7 +1321,13 @@ int main(int argc, char **argv) {
         cJSON_AddNumberToObject(pj, "warmup_tokens", o.warmup);
         cJSON_AddNumberToObject(pj, "concurrency", 1);
         cJSON_AddStringToObject(pj, "sampling", "greedy");
-        cJSON_AddBoolToObject(pj, "eos_suppressed", 1);
+        cJSON_AddBoolToObject(pj, "eos_suppressed", !o.feed_random);
+        cJSON_AddStringToObject(pj, "decode_input", o.feed_random ? "random" : "greedy");
+        if (o.feed_random)
+            cJSON_AddStringToObject(pj, "decode_input_rule",
+                                    "each decode step is fed a random token id (splitmix64 from seed 0x486f72697a6f6e32 "
+                                    "+ prompt index, EOS excluded) instead of the previous output; the outputs are "
+                                    "sampled greedily, hashed and never fed back; HZ_GPU_SPECULATE=0");
         cJSON_AddStringToObject(pj, "initial_placement", "canonical");
         cJSON_AddStringToObject(pj, "eviction", "lru");
         cJSON_AddStringToObject(pj, "transport", o.transport);
@@ -1313,8 +1369,9 @@ int main(int argc, char **argv) {
                 "executor %s, transport %s\n",
                 sh->architecture, sh->layers, sh->experts, sh->top_k, sh->hidden, sh->expert_width,
                 sh->shared_width > 0 ? ", shared expert" : "", hz_device_name(S.device), sh->executor, o.transport);
-        fprintf(t, "protocol: %u prompts x %u blocks x %u tokens, warmup %u tokens, greedy, EOS suppressed, concurrency 1\n",
-                o.prompts, o.blocks, o.tokens, o.warmup);
+        fprintf(t, "protocol: %u prompts x %u blocks x %u tokens, warmup %u tokens, %s, concurrency 1\n", o.prompts,
+                o.blocks, o.tokens, o.warmup,
+                o.feed_random ? "random decode inputs (--feed random), greedy outputs" : "greedy, EOS suppressed");
         fprintf(t, "%-9s %11s %11s %9s %10s %8s %8s %8s %10s %9s %8s %12s %12s\n", "resident", "decode t/s",
                 "output t/s", "TTFT ms", "resp ms", "spread", "hit", "misses", "H2D MiB", "miss GB/s", "of H2D",
                 "VRAM peak", "RSS peak");
@@ -1352,6 +1409,10 @@ done:
     if (S.prompts)
         for (uint32_t k = 0; k < o.prompts; k++) free(S.prompts[k]);
     free(S.prompts);
+    if (S.feeds)
+        for (uint32_t k = 0; k < o.prompts; k++) free(S.feeds[k]);
+    free(S.feeds);
+    free(S.warmup_feed);
     free(S.warmup_prompt);
     if ((st = hz_device_close(S.device)) || (st = hz_host_backing_close(S.backing))) rc = fail_hz("shutting down", st);
     cJSON_Delete(report);

@@ -1,12 +1,16 @@
 #!/bin/bash
-# 2026-12-01 r39 call 9: the spread-routing OLMoE shape (hz-mkmodel --embed-std 1) with random token ids
-# fed one at a time through the decode step (bench_prefill_gpu's token path), at c30 of 64: decode
-# without the greedy output's repetition, the routing near uniform.
+# Prepared for the next session (not run in the thirty-eighth round: its device time was spent): the
+# spread-routing OLMoE shape (hz-mkmodel --embed-std 1) with random token ids fed to every decode step
+# (hz-bench --feed random, as llama-bench's decode test feeds them), so that partial residency sees the
+# routing of distinct tokens, beside llama.cpp's -ncmoe run on the same checkpoint in the same call.
+# Carry build-bench (hz-bench, hz-mkmodel, hz-pack, hz-ceilings, libhorizon.so of the commit) and
+# .devcarry (lib/, llama-bin.tar.xz: llama-bench 3f545be built on the GPU machine in call 1).
 export LD_LIBRARY_PATH=$PWD/.devcarry/lib PATH=$PATH:/usr/local/cuda/bin
-T0=$(date +%s); W=/tmp/spread; mkdir -p $W; t() { echo "  [$(( $(date +%s) - T0 )) s]"; }
-build-bench/tools/hz-mkmodel --arch olmoe --preset olmoe-1b-7b --seed 1 --embed-std 1 $W/ck 2>&1 | tail -1; t
-build-bench/tools/hz-pack $W/ck $W/m.hzq --threads 16 > $W/pack.txt 2>&1 || tail -3 $W/pack.txt; t
-for tr in threaded registered; do
-  build-bench/bench_prefill_gpu $W/m.hzq --tokens 256 --reps 1 --token-reps 1 --capacity 30 --transport $tr 2>&1 | tee -a $OUT/token-path.txt; t
-done
-build-bench/bench_prefill_gpu $W/m.hzq --tokens 256 --reps 1 --token-reps 1 --capacity 0 2>&1 | tee -a $OUT/token-path.txt; t
+T0=$(date +%s)
+mkdir -p /tmp/llama && tar -xJf .devcarry/llama-bin.tar.xz -C /tmp/llama
+timeout $((${1:-570} - ($(date +%s) - T0))) scripts/bench --build build-bench --models olmoe --executors grouped \
+  --residencies 30,64 --blocks 1 --embed-std 1 --feed random \
+  --steps models,ceilings,llamacpp,sweep,table,report --llama-bench /tmp/llama/llama-bench --out $OUT/olmoe
+echo "exit $? after $(( $(date +%s) - T0 )) s"
+tar -cf $OUT/olmoe.tar -C $OUT olmoe && cp $OUT/olmoe/benchmarks-section.md $OUT/olmoe-section.md 2>/dev/null
+rm -rf $OUT/olmoe

@@ -1,6 +1,6 @@
 #!/bin/sh
-# hz-bench --quick on a tiny OLMoE-shaped model (cpu), its report checked by check_report.py, and the
-# tool's failure paths (each must exit 1 with a message naming the problem).
+# hz-bench --quick on a tiny OLMoE-shaped model (cpu), its report checked by check_report.py (greedy,
+# --prefetch, --feed random), and the tool's failure paths (each must exit 1 with a message naming the problem).
 # usage: bench.sh HZ_MKMODEL HZ_PACK HZ_BENCH CHECK_REPORT_PY
 set -eu
 mkmodel=$1 pack=$2 bench=$3 check=$4
@@ -37,6 +37,17 @@ python3 "$check" "$w/out.json" --prompts 2 --blocks 1 --tokens 16 --warmup 4 --r
 grep -q '^prefetch c4/8: [0-9]* of [0-9]* prefetched experts used' "$w/pf.txt" || { cat "$w/pf.txt"; fail "no prefetch line"; }
 python3 "$check" "$w/pf.json" --prompts 2 --blocks 1 --tokens 16 --warmup 4 --resident 4 --prefetch
 ! grep -q '^prefetch ' "$w/table.txt" || fail "a prefetch line without --prefetch"
+
+# 1c. --feed random: the protocol says so, the outputs differ from the greedy run's (other inputs) and
+# are the same on a second run (seeded inputs); bad values are refused
+"$bench" "$w/a.hzq" --quick --device cpu --resident 4,8 --feed random --json "$w/rnd.json" >"$w/rnd.txt"
+grep -q 'random decode inputs' "$w/rnd.txt" || { cat "$w/rnd.txt"; fail "the table's protocol line lacks the feed"; }
+python3 "$check" "$w/rnd.json" --prompts 2 --blocks 1 --tokens 16 --warmup 4 --resident 4,8 --feed random
+"$bench" "$w/a.hzq" --quick --device cpu --resident 4 --feed random --json "$w/rnd2.json" >/dev/null
+digest() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["runs"][0]["generated_tokens_fnv1a64"])' "$1"; }
+[ "$(digest "$w/rnd.json")" = "$(digest "$w/rnd2.json")" ] || fail "--feed random is not repeatable"
+[ "$(digest "$w/rnd.json")" != "$(digest "$w/out.json")" ] || fail "--feed random generated the greedy run's tokens"
+expect_fail "neither greedy nor random" "$bench" "$w/a.hzq" --quick --device cpu --feed sometimes
 
 # 2. --json - puts the report on stdout and the table on stderr; explicit sizes override --quick
 "$bench" "$w/a.hzq" --quick --tokens 3 --warmup 0 --device cpu --json - >"$w/stdout.json" 2>"$w/stderr.txt"

@@ -87,6 +87,7 @@ def main():
     ap.add_argument("--resident", required=True, help="comma-separated residencies, as passed to hz-bench")
     ap.add_argument("--transport", default="serial", help="the --transport given to hz-bench")
     ap.add_argument("--prefetch", action="store_true", help="hz-bench ran with --prefetch")
+    ap.add_argument("--feed", default="greedy", choices=["greedy", "random"], help="the --feed given to hz-bench")
     ap.add_argument("--h2d-ceiling", type=float, default=None, help="the --h2d-ceiling given to hz-bench, if any")
     a = ap.parse_args()
     with open(a.report) as f:
@@ -104,8 +105,12 @@ def main():
                          "prompt_lengths", "definitions"])
     check((p["prompts"], p["blocks"], p["tokens"], p["warmup_tokens"]) == (a.prompts, a.blocks, a.tokens, a.warmup),
           f"protocol sizes {p['prompts']},{p['blocks']},{p['tokens']},{p['warmup_tokens']} differ from the request")
-    check(p["concurrency"] == 1 and p["sampling"] == "greedy" and p["eos_suppressed"] is True,
-          "protocol is not greedy, EOS-suppressed, concurrency 1")
+    check(p["concurrency"] == 1 and p["sampling"] == "greedy", "protocol is not greedy, concurrency 1")
+    # greedy decode inputs suppress EOS (it would be fed back); random ones are never fed back
+    check(p.get("decode_input", "greedy") == a.feed and p["eos_suppressed"] is (a.feed == "greedy"),
+          f"protocol decode_input {p.get('decode_input')}, eos_suppressed {p['eos_suppressed']} for --feed {a.feed}")
+    if a.feed == "random":
+        check("random token id" in p.get("decode_input_rule", ""), "--feed random without its rule in the protocol")
     # The documented prompt rule: lengths 16 + (j * 112) // 11, j = (5 k) mod 12.
     want_lens = [16 + (((5 * k) % 12) * 112) // 11 for k in range(a.prompts)]
     check(p["prompt_lengths"] == want_lens, f"prompt lengths {p['prompt_lengths']} != rule {want_lens}")

@@ -2,7 +2,7 @@
 # scripts/bench end to end on the cpu backend (tiny models, --quick, every step that runs without a GPU,
 # every transport, threaded-whole and threaded+prefetch included), its reports checked by check_report.py, then
 # scripts/bench_report.py checked by check_markdown.py (figures recomputed, insertion idempotent); --steps
-# clean, --embed-std's own folder, bad arguments refused.
+# clean, --embed-std's own folder, --feed random's reports, bad arguments refused.
 # usage: report.sh SOURCE_ROOT BUILD_ROOT CHECK_REPORT_PY CHECK_MARKDOWN_PY
 set -eu
 src=$1 build=$2 check=$3 checkmd=$4
@@ -55,6 +55,18 @@ cmp -s "$w/work/tiny/qwen.hzq" "$w/qwen-default.hzq" || fail "--embed-std replac
 if bash "$src/scripts/bench" --tiny --device cpu --build "$build" --work "$w/work" --out "$w/out-e" --steps models \
     --embed-std 1x >/dev/null 2>&1; then
     fail "--embed-std 1x was accepted"
+fi
+# --feed random: hz-bench's reports named for it, their rows and protocol marked in the section
+bash "$src/scripts/bench" --tiny --device cpu --executors reference --quick --build "$build" --work "$w/work" \
+    --out "$w/out-r" --models qwen --steps sweep,report --feed random >"$w/log-r.txt" 2>&1 ||
+    { tail -20 "$w/log-r.txt"; fail "--feed random failed"; }
+[ -f "$w/out-r/bench-qwen-reference-threaded-quick-tiny-random.json" ] || fail "no -random report: $(ls "$w/out-r")"
+grep -q '| threaded, random ids |' "$w/out-r/benchmarks-section.md" || fail "the section's rows lack 'random ids'"
+grep -q 'each decode step fed a random token id' "$w/out-r/benchmarks-section.md" ||
+    fail "the section's protocol does not name the random feed"
+if bash "$src/scripts/bench" --tiny --device cpu --build "$build" --work "$w/work" --out "$w/out-r" --steps sweep \
+    --feed sometimes >/dev/null 2>&1; then
+    fail "--feed sometimes was accepted"
 fi
 if bash "$src/scripts/bench" --steps bogus --out "$w/out" --work "$w/work" >/dev/null 2>&1; then
     fail "an unknown step was accepted"
