@@ -335,8 +335,9 @@ static void digest_add(uint64_t *h, int32_t t) {
 }
 
 /* Runs one request: reset, prefill (its sampled token is the first output), then n_out - 1 decode
- * steps, each fed the previous output (greedy), or feed[i] with --feed random (n_out - 1 ids). TTFT ends when the first output token is known, the response when the last one is. A measured
- * request also reads the cache counters before, between the two phases and after, so the decode
+ * steps, each fed the previous output (greedy) or, with --feed random, feed[0], feed[1], ... (at least
+ * n_out - 1 ids). TTFT ends when the first output token is known, the response when the last one is. A
+ * measured request also reads the cache counters before, between the two phases and after, so the decode
  * phase's misses and H2D bytes are known apart from the prefill's (the decode roofline needs them); the
  * read between the phases is timed and left out of the response time. */
 static int run_request(bench_ctx *c, const int32_t *prompt, uint32_t len, const int32_t *feed, uint32_t n_out,
@@ -717,7 +718,7 @@ typedef struct shared_state {
     hz_device *device;
     int32_t **prompts; /* o->prompts prompt arrays */
     int32_t *warmup_prompt;
-    int32_t **feeds;   /* --feed random: o->prompts arrays of o->tokens - 1 decode inputs */
+    int32_t **feeds;   /* --feed random: o->prompts arrays of max(tokens, warmup) + 1 decode inputs */
     int32_t *warmup_feed;
     uint64_t rss_process_peak;
     const char *rss_source;
@@ -1325,9 +1326,10 @@ int main(int argc, char **argv) {
         cJSON_AddStringToObject(pj, "decode_input", o.feed_random ? "random" : "greedy");
         if (o.feed_random)
             cJSON_AddStringToObject(pj, "decode_input_rule",
-                                    "each decode step is fed a random token id (splitmix64 from seed 0x486f72697a6f6e32 "
-                                    "+ prompt index, EOS excluded) instead of the previous output; the outputs are "
-                                    "sampled greedily, hashed and never fed back; HZ_GPU_SPECULATE=0");
+                                    "each decode step is fed a random token id (splitmix64 from seed "
+                                    "0x486f72697a6f6e32 + prompt index, EOS excluded) instead of the previous "
+                                    "output; the outputs are sampled greedily, hashed and never fed back; "
+                                    "HZ_GPU_SPECULATE=0");
         cJSON_AddStringToObject(pj, "initial_placement", "canonical");
         cJSON_AddStringToObject(pj, "eviction", "lru");
         cJSON_AddStringToObject(pj, "transport", o.transport);

@@ -163,9 +163,10 @@ int main(int argc, char **argv) {
         }
         max_rel = mr > 0 ? md / mr : md;
     }
-    printf("bench_prefill: arch=%s layers=%u tokens=%u residency=%s capacity=%u transport=%s batched_ms=%.3f batched_tok_s=%.1f",
-           arch, info.layers, tokens, capacity && capacity < info.experts ? "partial" : "full", capacity, transport, tb * 1e3,
-           tokens / tb);
+    printf("bench_prefill: arch=%s layers=%u tokens=%u residency=%s capacity=%u transport=%s batched_ms=%.3f "
+           "batched_tok_s=%.1f",
+           arch, info.layers, tokens, capacity && capacity < info.experts ? "partial" : "full", capacity, transport,
+           tb * 1e3, tokens / tb);
     if (token_reps)
         printf(" token_ms=%.3f token_tok_s=%.1f speedup=%.1f max_rel=%.3e greedy=%s", tt * 1e3, tokens / tt, tt / tb,
                max_rel, next_b == next_t ? "same" : "differ");
