@@ -62,7 +62,8 @@
 #define PROMPT_LEN_STEPS 12u /* lengths PROMPT_MIN_LEN .. PROMPT_MAX_LEN in 12 even steps */
 #define PROMPT_ORDER_STRIDE 5u /* coprime with 12: interleaves short and long prompts */
 #define WARMUP_PROMPT_LEN 16u
-#define FEED_SEED UINT64_C(0x486f72697a6f6e32) /* "Horizon2": --feed random's decode inputs */
+/* "HzRandIn": --feed random's decode inputs, seeds apart from the prompts' (PROMPT_SEED + k) */
+#define FEED_SEED UINT64_C(0x487a52616e64496e)
 
 #define PROMPT_RULE_TEXT                                                                                   \
     "prompt k (k = 0, 1, ...) has length 16 + (j * 112) / 11 with j = (5 * k) mod 12, i.e. the order "    \
@@ -1327,7 +1328,7 @@ int main(int argc, char **argv) {
         if (o.feed_random)
             cJSON_AddStringToObject(pj, "decode_input_rule",
                                     "each decode step is fed a random token id (splitmix64 from seed "
-                                    "0x486f72697a6f6e32 + prompt index, EOS excluded) instead of the previous "
+                                    "0x487a52616e64496e + prompt index, EOS excluded) instead of the previous "
                                     "output; the outputs are sampled greedily, hashed and never fed back; "
                                     "HZ_GPU_SPECULATE=0");
         cJSON_AddStringToObject(pj, "initial_placement", "canonical");

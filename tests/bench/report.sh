@@ -52,10 +52,20 @@ grep -q -- '--embed-std 1' "$w/log-e.txt" || fail "hz-mkmodel was not given --em
 [ -f "$w/work/tiny/embed-std-1/qwen.hzq" ] || fail "--embed-std left no artifact in its folder"
 cmp -s "$w/work/tiny/qwen.hzq" "$w/qwen-default.hzq" || fail "--embed-std replaced the default artifact"
 ! cmp -s "$w/work/tiny/embed-std-1/qwen.hzq" "$w/qwen-default.hzq" || fail "--embed-std 1 made the default model"
-if bash "$src/scripts/bench" --tiny --device cpu --build "$build" --work "$w/work" --out "$w/out-e" --steps models \
-    --embed-std 1x >/dev/null 2>&1; then
-    fail "--embed-std 1x was accepted"
-fi
+# refused with their messages: a value that is not a number; an output folder of the other kind of checkpoint
+# (its reports are named by model alone)
+refused() { # NEEDLE args...: scripts/bench exits non-zero and names the problem
+    needle=$1; shift
+    if bash "$src/scripts/bench" --tiny --device cpu --build "$build" --work "$w/work" "$@" >"$w/ref.txt" 2>&1; then
+        fail "accepted: $*"
+    fi
+    grep -q -- "$needle" "$w/ref.txt" || { cat "$w/ref.txt"; fail "no '$needle' for: $*"; }
+}
+refused "--embed-std: not a number" --out "$w/out-e2" --steps models --models qwen --embed-std 1x
+refused "made with --embed-std default (this run: 1)" --out "$w/out" --steps table --embed-std 1
+refused "made with --embed-std 1 (this run: default)" --out "$w/out-e" --steps table
+mkdir "$w/older" && echo '{}' >"$w/older/model-qwen.json" # reports from before the folder was marked
+refused "holds reports of default checkpoints" --out "$w/older" --steps table --embed-std 1
 # --feed random: hz-bench's reports named for it, their rows and protocol marked in the section
 bash "$src/scripts/bench" --tiny --device cpu --executors reference --quick --build "$build" --work "$w/work" \
     --out "$w/out-r" --models qwen --steps sweep,report --feed random >"$w/log-r.txt" 2>&1 ||
@@ -64,10 +74,7 @@ bash "$src/scripts/bench" --tiny --device cpu --executors reference --quick --bu
 grep -q '| threaded, random ids |' "$w/out-r/benchmarks-section.md" || fail "the section's rows lack 'random ids'"
 grep -q 'each decode step fed a random token id' "$w/out-r/benchmarks-section.md" ||
     fail "the section's protocol does not name the random feed"
-if bash "$src/scripts/bench" --tiny --device cpu --build "$build" --work "$w/work" --out "$w/out-r" --steps sweep \
-    --feed sometimes >/dev/null 2>&1; then
-    fail "--feed sometimes was accepted"
-fi
+refused "neither greedy nor random" --out "$w/out-r" --steps table --feed sometimes
 if bash "$src/scripts/bench" --steps bogus --out "$w/out" --work "$w/work" >/dev/null 2>&1; then
     fail "an unknown step was accepted"
 fi

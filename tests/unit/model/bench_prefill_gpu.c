@@ -8,7 +8,8 @@
  *   --reps        timed batched prefills (default 5; median reported) after one warm-up run
  *   --token-reps  timed token-by-token prefills (default 1; 0 skips the token path)
  *   --capacity    experts per layer in the cache (default 0 = all: full residency)
- *   --transport   the cache's miss transport at partial residency (default threaded, as hz-bench's)
+ *   --transport   the cache's miss transport at partial residency (default threaded, the one scripts/bench
+ *                 gives hz-bench; the library's own default is serial)
  * Every run starts from position 0 (hz_session_reset) with the same prompt; a run is timed from the
  * hz_prefill call to its return, which includes the final device synchronisation.
  *
