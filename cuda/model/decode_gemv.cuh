@@ -39,6 +39,22 @@ __device__ __forceinline__ float fma_batch(const uint4 (&wv)[B], const uint4 *xs
     return acc;
 }
 
+/* One row's FP32 sum against x, its first batch already in wv (loaded ahead): fmaf in chunk order, each
+ * later batch loaded once the one before is summed. The decode GEMV, the router cluster and the screen's
+ * pick all sum a row this way, so the pick's values are the GEMV's bit for bit. */
+template <int B>
+__device__ __forceinline__ float sum_row(const uint4 *w4, uint4 (&wv)[B], const uint4 *xs4, uint32_t lane,
+                                         uint32_t chunks) {
+    float acc = 0.0f;
+    for (uint32_t c0 = 0;;) {
+        acc = fma_batch(wv, xs4, c0, lane, chunks, acc);
+        c0 += (uint32_t)B * kWarp;
+        if (c0 >= chunks) break;
+        load_batch(w4, c0, lane, chunks, wv);
+    }
+    return acc;
+}
+
 /* h = src (+ delta) for one element, formula for formula as forward.c (doc/numerics.md). */
 __device__ __forceinline__ float resnorm_h(const hz_dgemv_args &a, float src, uint32_t i, float d16, float acc,
                                            float shared, float sg) {

@@ -237,13 +237,7 @@ __global__ void __launch_bounds__(kGemvThreads, MINB) dgemv_kernel(const __grid_
         while (row < total) {
             const uint4 *w4 = row_ptr(p, row);
             const uint32_t next = row + stride;
-            float acc = 0.0f;
-            for (uint32_t c0 = 0;;) {
-                acc = fma_batch(wv, xs4, c0, lane, chunks, acc);
-                c0 += (uint32_t)BATCH * kWarp;
-                if (c0 >= chunks) break;
-                load_batch(w4, c0, lane, chunks, wv);
-            }
+            const float acc = sum_row(w4, wv, xs4, lane, chunks);
             if (next < total) load_batch(row_ptr(p, next), 0, lane, chunks, wv); /* in flight during the reduction */
             if (emit_row<ROUTE>(p, row, acc, lane, ro, route_tag)) {
                 if (lane == 0) HZ_TL_MARK(1);

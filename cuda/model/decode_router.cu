@@ -82,12 +82,7 @@ __global__ void __launch_bounds__(kGemvThreads) router_cluster_kernel(const __gr
         float acc = 0.0f;
         if (VEC) {
             const uint4 *rw = w4 + (size_t)row * chunks;
-            for (uint32_t c0 = 0;;) {
-                acc = fma_batch(wv, xs4, c0, lane, chunks, acc);
-                c0 += (uint32_t)kBatch * kWarp;
-                if (c0 >= chunks) break;
-                load_batch(rw, c0, lane, chunks, wv);
-            }
+            acc = sum_row(rw, wv, xs4, lane, chunks);
             if (row + kGemvWarps < end) load_batch(rw + (size_t)kGemvWarps * chunks, 0, lane, chunks, wv);
         } else {
             const uint16_t *w = a.seg[0].w + (size_t)row * a.in;

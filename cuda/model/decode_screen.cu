@@ -193,14 +193,7 @@ __global__ void __launch_bounds__(kGemvThreads) pick_kernel(const __grid_constan
             const uint4 *w4 = reinterpret_cast<const uint4 *>(a.w + (size_t)row * in);
             uint4 wb[kBatch];
             load_batch(w4, 0, lane, chunks, wb);
-            float acc = 0.0f;
-            for (uint32_t c0 = 0;;) {
-                acc = fma_batch(wb, xs4, c0, lane, chunks, acc);
-                c0 += (uint32_t)kBatch * kWarp;
-                if (c0 >= chunks) break;
-                load_batch(w4, c0, lane, chunks, wb);
-            }
-            const float v = warp_sum(acc) + 0.0f;
+            const float v = warp_sum(sum_row(w4, wb, xs4, lane, chunks)) + 0.0f;
             if (argmax_better(v, row, best, bi)) {
                 best = v;
                 bi = row;

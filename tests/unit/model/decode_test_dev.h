@@ -1,5 +1,6 @@
-/* The set-up that the decode-kernel GPU tests share (test_decode_gemv.c, test_router_cluster.c): a CUDA
- * device or the "skipped" exit code, a stream, and the launch facts of hz_decode_device_info. Include
+/* The set-up that the decode-kernel GPU tests share (test_decode_gemv.c, test_router_cluster.c,
+ * test_decode_screen.c): a CUDA device or the "skipped" exit code, a stream, the launch facts of
+ * hz_decode_device_info, and the tests' random values. Include
  * after the headers that declare hz_decode_device_info and hz_last_error_message. */
 #ifndef HZ_TESTS_UNIT_MODEL_DECODE_TEST_DEV_H
 #define HZ_TESTS_UNIT_MODEL_DECODE_TEST_DEV_H
@@ -8,6 +9,14 @@
 #include <stdio.h>
 
 #include <cuda_runtime_api.h>
+
+/* Uniform in [-1, 1) from a xorshift64 state (each test keeps and seeds its own). */
+static inline float test_urand(uint64_t *state) {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return (float)((*state >> 40) & 0xffffffu) / 8388608.0f - 1.0f;
+}
 
 /* 0: *stream and *dev are ready (the caller destroys the stream); 77: no CUDA device (meson's
  * "skipped"); 1: a failure, printed. `name` starts the messages; max_in as hz_decode_device_info's. */

@@ -27,12 +27,7 @@
 #include "gemv_host_sum.h"
 
 static uint64_t g_rng = 0x2545f4914f6cdd1dull;
-static float urand(void) { /* uniform in [-1, 1) */
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return (float)((g_rng >> 40) & 0xffffffu) / 8388608.0f - 1.0f;
-}
+static float urand(void) { return test_urand(&g_rng); }
 
 #define MAX_SEGS 3
 

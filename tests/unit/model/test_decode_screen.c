@@ -29,12 +29,7 @@
 #include "gemv_host_sum.h"
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
-static float urand(void) { /* uniform in [-1, 1) */
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return (float)((g_rng >> 40) & 0xffffffu) / 8388608.0f - 1.0f;
-}
+static float urand(void) { return test_urand(&g_rng); }
 
 /* The next FP16 value away from zero in the direction of `dir`'s sign. */
 static uint16_t f16_step(uint16_t h, float dir) {

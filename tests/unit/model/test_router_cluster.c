@@ -31,12 +31,7 @@
 
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
-static float urand(void) { /* uniform in [-1, 1) */
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return (float)((g_rng >> 40) & 0xffffffu) / 8388608.0f - 1.0f;
-}
+static float urand(void) { return test_urand(&g_rng); }
 
 /* One run's outputs on the device (the two runs side by side). */
 typedef struct {
