@@ -197,8 +197,7 @@ def run_figures(rep, run, mb, ceil, peer, llama=None):
     f = {"model": lab["model_shape"]["architecture"], "executor": lab["executor"], "residency": lab["residency"],
          "resident": lab["resident"], "experts": lab["experts"],
          "transport": lab["transport"] + ("+prefetch" if lab.get("prefetch") == "next_layer" else "")
-                      + (", random ids" if p.get("decode_input") == "random" else "")
-                      + (", " + p["eviction"] + " eviction" if p.get("eviction", "lru") != "lru" else ""),
+                      + (", random ids" if p.get("decode_input") == "random" else ""),
          "blocks": p["blocks"], "prompts": p["prompts"], "tokens": n_tok, "quick": p.get("quick", False),
          "invariant_checker": lab.get("invariant_checker"), "device": lab["device"],
          "pooled_decode_tok_s": run["pooled_decode_tok_s"], "overall_output_tok_s": run["overall_output_tok_s"],
@@ -656,14 +655,10 @@ def build_section(found, run_id):
                                   "decode test), the outputs greedy and not fed back",
                      ("greedy", "random"): "greedy with EOS suppressed, or (rows marked \"random ids\") each decode "
                                            "step fed a random token id"}[tuple(feeds)]
-        evictions = sorted({rep["protocol"].get("eviction", "lru") for _, _, rep in group})
-        evict_text = ("LRU" if evictions == ["lru"] else
-                      "LRU, or in the rows marked \"lfu eviction\", LFU with decayed counts (HZ_EVICT_LFU)"
-                      if "lru" in evictions else "LFU with decayed counts (HZ_EVICT_LFU), not the contract's LRU")
         lines += [f"#### {shape_text}", "", f"Artifact identity {rep0['model']['identity']}."
                   f" Protocol: {rep0['protocol']['prompts']} prompts x {rep0['protocol']['blocks']} blocks x "
                   f"{rep0['protocol']['tokens']} tokens, warm-up {rep0['protocol']['warmup_tokens']} tokens, "
-                  f"{feed_text}, concurrency 1, canonical placement then {evict_text}"
+                  f"{feed_text}, concurrency 1, canonical placement then LRU"
                   + (" (**--quick: a plumbing check, not a figure**)" if rep0["protocol"].get("quick") else "") + ".", ""]
         model_figs = []
         for d, path, rep in group:

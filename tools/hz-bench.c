@@ -3,10 +3,9 @@
  *   hz-bench MODEL.hzq [--device auto|cpu|cuda:N] [--resident N[,N...]] [--executor NAME]
  *            [--prompts 12] [--blocks 3] [--tokens 128] [--warmup 64]
  *            [--transport serial|threaded|registered] [--staging-threads N] [--h2d-ceiling GBPS]
- *            [--prefetch] [--feed greedy|random] [--eviction lru|lfu] [--json OUT.json|-] [--quick]
+ *            [--prefetch] [--feed greedy|random] [--json OUT.json|-] [--quick]
  *
- * For every residency in the list it creates a fresh cache (canonical initial placement, LRU eviction
- * unless --eviction lfu asks for the other policy, which is not the contract's protocol),
+ * For every residency in the list it creates a fresh cache (canonical initial placement, LRU eviction),
  * a model and one session, runs a warmup request that no figure includes, then runs the fixed prompt
  * set `blocks` times in order, one request at a time, greedy with EOS suppressed. The cache is never
  * recreated inside a residency, so the LRU state evolves across every request of the run.
@@ -591,7 +590,6 @@ typedef struct bench_opts {
     uint32_t staging_threads; /* threaded transport; 0 = the library's default */
     int prefetch;             /* --prefetch: HZ_PREFETCH_NEXT_LAYER */
     int feed_random;          /* --feed random */
-    const char *eviction;     /* --eviction: "lru" (the contract's) or "lfu" */
     double h2d_ceiling_gbps;  /* pinned H2D at expert size from hz-ceilings; 0 = not given */
 } bench_opts;
 
@@ -600,13 +598,6 @@ static int transport_from_name(const char *name) {
     if (strcmp(name, "serial") == 0) return HZ_TRANSPORT_SERIAL;
     if (strcmp(name, "threaded") == 0) return HZ_TRANSPORT_THREADED;
     if (strcmp(name, "registered") == 0) return HZ_TRANSPORT_REGISTERED;
-    return -1;
-}
-
-/* hz_eviction by name; -1 for a name the library does not offer. */
-static int eviction_from_name(const char *name) {
-    if (strcmp(name, "lru") == 0) return HZ_EVICT_LRU;
-    if (strcmp(name, "lfu") == 0) return HZ_EVICT_LFU;
     return -1;
 }
 
@@ -774,7 +765,7 @@ static int run_residency(shared_state *S, uint32_t resident, cJSON *runs, table_
     hz_cache_options co;
     hz_cache_options_init(&co);
     co.capacity = resident;
-    co.eviction = eviction_from_name(o->eviction); /* main() checked the name */
+    co.eviction = HZ_EVICT_LRU;
     co.transport = transport_from_name(o->transport); /* main() checked the name */
     co.staging_threads = o->staging_threads;
     co.prefetch = o->prefetch ? HZ_PREFETCH_NEXT_LAYER : HZ_PREFETCH_OFF;
@@ -1128,8 +1119,7 @@ static void usage(FILE *f) {
             "usage: hz-bench MODEL.hzq [--device auto|cpu|cuda:N] [--resident N[,N...]] [--executor NAME]\n"
             "                [--prompts 12] [--blocks 3] [--tokens 128] [--warmup 64]\n"
             "                [--transport serial|threaded|registered] [--staging-threads N]\n"
-            "                [--h2d-ceiling GBPS] [--prefetch] [--feed greedy|random] [--eviction lru|lfu]\n"
-            "                [--json OUT.json|-] [--quick]\n"
+            "                [--h2d-ceiling GBPS] [--prefetch] [--feed greedy|random] [--json OUT.json|-] [--quick]\n"
             "Measures the performance contract (DESIGN.md section 6, doc/bench.md): for each residency a\n"
             "fresh cache (canonical initial placement: experts 0..N-1 of every layer, then LRU evolving over\n"
             "the whole run), a warmup request excluded from every figure, then the fixed prompts run --blocks\n"
@@ -1150,8 +1140,6 @@ static void usage(FILE *f) {
             "  --feed       decode inputs: greedy (the previous output; the contract's) or random (seeded random\n"
             "               ids, as llama-bench's decode test; outputs still greedy, not fed back; sets\n"
             "               HZ_GPU_SPECULATE=0) (default greedy)\n"
-            "  --eviction   eviction policy: lru (the contract's) or lfu (decayed counts, HZ_EVICT_LFU)\n"
-            "               (default lru)\n"
             "  --h2d-ceiling  pinned H2D GB/s at expert size (hz-ceilings): the miss-path bandwidth is also\n"
             "               reported as a fraction of it\n"
             "  --json       write the JSON report to this file ('-': to stdout, the table then goes to stderr)\n"
@@ -1167,7 +1155,7 @@ static void usage(FILE *f) {
 
 
 int main(int argc, char **argv) {
-    bench_opts o = {NULL, "auto", "auto", "serial", NULL, "0", 12, 3, 128, 64, 0, 0, 0, 0, "lru", 0.0};
+    bench_opts o = {NULL, "auto", "auto", "serial", NULL, "0", 12, 3, 128, 64, 0, 0, 0, 0, 0.0};
     int set_prompts = 0, set_blocks = 0, set_tokens = 0, set_warmup = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -1185,8 +1173,6 @@ int main(int argc, char **argv) {
             o.transport = argv[++i];
         } else if (strcmp(a, "--prefetch") == 0) {
             o.prefetch = 1;
-        } else if (strcmp(a, "--eviction") == 0 && has_value) {
-            o.eviction = argv[++i];
         } else if (strcmp(a, "--feed") == 0 && has_value) {
             const char *v = argv[++i];
             if (strcmp(v, "random") == 0) {
@@ -1255,10 +1241,6 @@ int main(int argc, char **argv) {
     if (transport_from_name(o.transport) < 0) {
         fprintf(stderr, "hz-bench: unknown transport '%s' (this library offers: serial, threaded, registered)\n",
                 o.transport);
-        return 1;
-    }
-    if (eviction_from_name(o.eviction) < 0) {
-        fprintf(stderr, "hz-bench: unknown eviction policy '%s' (this library offers: lru, lfu)\n", o.eviction);
         return 1;
     }
     uint32_t *res = NULL, n_res = 0;
@@ -1350,7 +1332,7 @@ int main(int argc, char **argv) {
                                     "output; the outputs are sampled greedily, hashed and never fed back; "
                                     "HZ_GPU_SPECULATE=0");
         cJSON_AddStringToObject(pj, "initial_placement", "canonical");
-        cJSON_AddStringToObject(pj, "eviction", o.eviction);
+        cJSON_AddStringToObject(pj, "eviction", "lru");
         cJSON_AddStringToObject(pj, "transport", o.transport);
         cJSON_AddStringToObject(pj, "executor_requested", o.executor);
         cJSON_AddBoolToObject(pj, "quick", o.quick);
@@ -1387,10 +1369,9 @@ int main(int argc, char **argv) {
         FILE *t = g_table;
         fprintf(t,
                 "hz-bench: %s (layers %.0f, experts %.0f, top-k %.0f, hidden %.0f, expert width %.0f%s), device %s, "
-                "executor %s, transport %s, eviction %s\n",
+                "executor %s, transport %s\n",
                 sh->architecture, sh->layers, sh->experts, sh->top_k, sh->hidden, sh->expert_width,
-                sh->shared_width > 0 ? ", shared expert" : "", hz_device_name(S.device), sh->executor, o.transport,
-                o.eviction);
+                sh->shared_width > 0 ? ", shared expert" : "", hz_device_name(S.device), sh->executor, o.transport);
         fprintf(t, "protocol: %u prompts x %u blocks x %u tokens, warmup %u tokens, %s, concurrency 1\n", o.prompts,
                 o.blocks, o.tokens, o.warmup,
                 o.feed_random ? "random decode inputs (--feed random), greedy outputs" : "greedy, EOS suppressed");

@@ -216,18 +216,8 @@ int hz_event_synchronize(hz_event *event);
 typedef struct hz_cache hz_cache;
 typedef struct hz_generation hz_generation;
 
-/* Which resident expert of a layer a miss displaces when the layer is at capacity. The experts of the
- * group being acquired are never displaced. Policies differ in hit rate only: every policy has the same
- * publication guarantees, counters and fault semantics. */
 typedef enum hz_eviction {
-    HZ_EVICT_LRU = 0, /* the least recently acquired resident expert of the layer (the default) */
-    HZ_EVICT_LFU = 1  /* the resident expert of the layer acquired least often lately: every acquire adds
-                         1 to the count of each expert of its group, and a layer's counts halve over 256
-                         of its acquires (the environment variable HZ_LFU_HALF_LIFE, a positive integer,
-                         at hz_cache_create: another half-life); ties go to the least recently
-                         acquired, then to the lowest id. It keeps the experts a layer uses most through
-                         runs of rarely used ones, which LRU lets push them out; where the routing
-                         favours no expert it does about what LRU does (doc/cache-contract.md) */
+    HZ_EVICT_LRU = 0 /* least recently acquired resident expert of the layer */
 } hz_eviction;
 
 /* How a miss transaction moves expert blobs from the host backing into device rows. Every transport

@@ -278,9 +278,8 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
     if (spare < K)
         return hz_error(HZ_ECAPACITY, "spare rows %u are fewer than the model's top-k %u (a decode group must fit)",
                         spare, K);
-    if (o.eviction != HZ_EVICT_LRU && o.eviction != HZ_EVICT_LFU)
-        return hz_error(HZ_EUNSUPPORTED, "eviction policy %d is not supported (HZ_EVICT_LRU or HZ_EVICT_LFU)",
-                        (int)o.eviction);
+    if (o.eviction != HZ_EVICT_LRU)
+        return hz_error(HZ_EUNSUPPORTED, "eviction policy %d is not supported (only HZ_EVICT_LRU)", (int)o.eviction);
     if (o.transport != HZ_TRANSPORT_SERIAL && o.transport != HZ_TRANSPORT_THREADED &&
         o.transport != HZ_TRANSPORT_REGISTERED)
         return hz_error(HZ_EUNSUPPORTED,
@@ -374,7 +373,7 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
     c->top_k = K;
     c->nrows = (uint32_t)nrows64;
     c->row_bytes = row_bytes;
-    c->policy = o.eviction == HZ_EVICT_LFU ? &hz_evict_lfu : &hz_evict_lru;
+    c->policy = &hz_evict_lru;
 
     int st = HZ_OK;
     c->rows = calloc(c->nrows, sizeof *c->rows);
@@ -619,8 +618,7 @@ void hz_cache_unreserve_rows(hz_cache *c, uint32_t k) {
 }
 
 /* Publishes a generation that adds experts[0..k) of `layer` (now in rows scratch_rows[0..k)) to the
- * current one, evicting experts of the layer outside the group `group[0..n)` in the policy's order as
- * capacity requires.
+ * current one, evicting LRU experts of the layer outside the group `group[0..n)` as capacity requires.
  * Before the pointer swap every failure rolls back; after it only FAULTED remains. mu held. */
 int hz_cache_publish(hz_cache *c, uint32_t layer, const uint32_t *experts, uint32_t k, const uint32_t *group,
                      uint32_t n) {
@@ -760,7 +758,7 @@ static void discard_lease(hz_generation *lease) {
     free(lease);
 }
 
-/* Leases generation g for the group: the policy's touch, counters, the lease. Every expert of the group is a hit
+/* Leases generation g for the group: LRU touch, counters, the lease. Every expert of the group is a hit
  * but the `missed` this call loaded (experts adopted from a prefetch are hits, and prefetch hits). mu
  * held. */
 static void lease_group(hz_cache *c, hz_gen *g, hz_generation *lease, uint32_t layer, const uint32_t *experts,

@@ -19,9 +19,5 @@ typedef struct hz_evict_policy {
 } hz_evict_policy;
 
 extern const hz_evict_policy hz_evict_lru;
-/* HZ_EVICT_LFU: counts of a layer halve over this many acquires of the layer (the environment variable
- * HZ_LFU_HALF_LIFE, a positive integer, overrides it when the cache is created). */
-#define HZ_EVICT_LFU_HALF_LIFE 256u
-extern const hz_evict_policy hz_evict_lfu;
 
 #endif

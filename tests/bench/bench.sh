@@ -1,6 +1,6 @@
 #!/bin/sh
 # hz-bench --quick on a tiny OLMoE-shaped model (cpu), its report checked by check_report.py (greedy,
-# --prefetch, --feed random, --eviction lfu), and the tool's failure paths (each must exit 1 with a message naming the problem).
+# --prefetch, --feed random), and the tool's failure paths (each must exit 1 with a message naming the problem).
 # usage: bench.sh HZ_MKMODEL HZ_PACK HZ_BENCH CHECK_REPORT_PY
 set -eu
 mkmodel=$1 pack=$2 bench=$3 check=$4
@@ -48,14 +48,6 @@ digest() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["runs
 [ "$(digest "$w/rnd.json")" = "$(digest "$w/rnd2.json")" ] || fail "--feed random is not repeatable"
 [ "$(digest "$w/rnd.json")" != "$(digest "$w/out.json")" ] || fail "--feed random generated the greedy run's tokens"
 expect_fail "neither greedy nor random" "$bench" "$w/a.hzq" --quick --device cpu --feed sometimes
-
-# 1d. --eviction lfu: the cache runs that policy (label and protocol say so, the table's header too);
-# the contract's lru is the default; unknown names are refused
-"$bench" "$w/a.hzq" --quick --device cpu --resident 4 --feed random --eviction lfu --json "$w/lfu.json" >"$w/lfu.txt"
-grep -q 'eviction lfu$' "$w/lfu.txt" || { cat "$w/lfu.txt"; fail "the table's header lacks the eviction policy"; }
-python3 "$check" "$w/lfu.json" --prompts 2 --blocks 1 --tokens 16 --warmup 4 --resident 4 --feed random --eviction lfu
-grep -q 'eviction lru$' "$w/table.txt" || fail "the default run's header does not name lru"
-expect_fail "unknown eviction policy 'mru'" "$bench" "$w/a.hzq" --quick --device cpu --eviction mru
 
 # 2. --json - puts the report on stdout and the table on stderr; explicit sizes override --quick
 "$bench" "$w/a.hzq" --quick --tokens 3 --warmup 0 --device cpu --json - >"$w/stdout.json" 2>"$w/stderr.txt"

@@ -87,7 +87,6 @@ def main():
     ap.add_argument("--resident", required=True, help="comma-separated residencies, as passed to hz-bench")
     ap.add_argument("--transport", default="serial", help="the --transport given to hz-bench")
     ap.add_argument("--prefetch", action="store_true", help="hz-bench ran with --prefetch")
-    ap.add_argument("--eviction", default="lru", choices=["lru", "lfu"], help="the --eviction given to hz-bench")
     ap.add_argument("--feed", default="greedy", choices=["greedy", "random"], help="the --feed given to hz-bench")
     ap.add_argument("--h2d-ceiling", type=float, default=None, help="the --h2d-ceiling given to hz-bench, if any")
     a = ap.parse_args()
@@ -107,7 +106,6 @@ def main():
     check((p["prompts"], p["blocks"], p["tokens"], p["warmup_tokens"]) == (a.prompts, a.blocks, a.tokens, a.warmup),
           f"protocol sizes {p['prompts']},{p['blocks']},{p['tokens']},{p['warmup_tokens']} differ from the request")
     check(p["concurrency"] == 1 and p["sampling"] == "greedy", "protocol is not greedy, concurrency 1")
-    check(p["eviction"] == a.eviction, f"protocol eviction {p['eviction']} for --eviction {a.eviction}")
     # greedy decode inputs suppress EOS (it would be fed back); random ones are never fed back
     check(p.get("decode_input", "greedy") == a.feed and p["eos_suppressed"] is (a.feed == "greedy"),
           f"protocol decode_input {p.get('decode_input')}, eos_suppressed {p['eos_suppressed']} for --feed {a.feed}")
@@ -135,7 +133,7 @@ def main():
                                  "device", "eviction", "initial_placement"])
         check(lab["model_shape"] == r["model"]["shape"], w + ": label shape differs from the model's")
         check(lab["resident"] == res and lab["residency"] == f"c{res}/{experts}", w + ": wrong residency label")
-        check(lab["transport"] == a.transport and lab["eviction"] == a.eviction, w + ": transport/eviction label")
+        check(lab["transport"] == a.transport and lab["eviction"] == "lru", w + ": transport/eviction label")
         check(lab.get("prefetch") == ("next_layer" if a.prefetch else "off"), w + ": prefetch label")
         check(lab["device"] == r["device"]["name"], w + ": device label")
         check(lab["executor"] not in ("", "UNKNOWN"), w + ": no executor name")

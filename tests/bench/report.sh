@@ -2,7 +2,7 @@
 # scripts/bench end to end on the cpu backend (tiny models, --quick, every step that runs without a GPU,
 # every transport, threaded-whole and threaded+prefetch included), its reports checked by check_report.py, then
 # scripts/bench_report.py checked by check_markdown.py (figures recomputed, insertion idempotent); --steps
-# clean, --embed-std's own folder, --feed random's and --eviction lfu's reports, bad arguments refused.
+# clean, --embed-std's own folder, --feed random's reports, bad arguments refused.
 # usage: report.sh SOURCE_ROOT BUILD_ROOT CHECK_REPORT_PY CHECK_MARKDOWN_PY
 set -eu
 src=$1 build=$2 check=$3 checkmd=$4
@@ -75,19 +75,6 @@ grep -q '| threaded, random ids |' "$w/out-r/benchmarks-section.md" || fail "the
 grep -q 'each decode step fed a random token id' "$w/out-r/benchmarks-section.md" ||
     fail "the section's protocol does not name the random feed"
 refused "neither greedy nor random" --out "$w/out-r" --steps table --feed sometimes
-# --eviction lfu: reports named for it, rows and protocol marked, the label checked
-bash "$src/scripts/bench" --tiny --device cpu --executors reference --quick --build "$build" --work "$w/work" \
-    --out "$w/out-r" --models qwen --steps sweep,report --feed random --eviction lfu >"$w/log-l.txt" 2>&1 ||
-    { tail -20 "$w/log-l.txt"; fail "--eviction lfu failed"; }
-lfu="$w/out-r/bench-qwen-reference-threaded-quick-tiny-random-lfu.json"
-[ -f "$lfu" ] || fail "no -lfu report: $(ls "$w/out-r")"
-python3 "$check" "$lfu" --prompts 2 --blocks 1 --tokens 16 --warmup 4 --resident 2,4,8 --transport threaded \
-    --feed random --eviction lfu
-grep -q '| threaded, random ids, lfu eviction |' "$w/out-r/benchmarks-section.md" ||
-    fail "the section's rows lack 'lfu eviction'"
-grep -q 'or in the rows marked "lfu eviction", LFU' "$w/out-r/benchmarks-section.md" ||
-    fail "the section's protocol does not name the lfu policy"
-refused "neither lru nor lfu" --out "$w/out-r" --steps table --eviction mru
 if bash "$src/scripts/bench" --steps bogus --out "$w/out" --work "$w/work" >/dev/null 2>&1; then
     fail "an unknown step was accepted"
 fi

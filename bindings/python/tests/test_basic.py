@@ -46,26 +46,6 @@ def test_cache_transports(artifact, transport):
             horizon.Cache(b, d, transport="bogus")
 
 
-def test_cache_eviction(artifact):
-    """Both policies serve the same tokens (a policy changes what stays resident, never a result); the
-    stats name the policy; unknown names and values are refused."""
-    tokens = {}
-    for eviction in ("lru", "lfu"):
-        with horizon.Backing(artifact) as b, horizon.Device("cpu") as d, \
-                horizon.Cache(b, d, capacity=2, eviction=eviction) as c, \
-                horizon.Model(b, d, c) as m, m.session() as s:
-            tokens[eviction] = list(s.generate([1, 2, 3, 4, 5], max_tokens=8))
-            stats = c.stats()
-            assert stats["eviction"] == eviction
-            assert stats["misses"] > 0 and stats["evictions"] > 0
-    assert tokens["lru"] == tokens["lfu"]
-    with horizon.Backing(artifact) as b, horizon.Device("cpu") as d:
-        with pytest.raises(ValueError):
-            horizon.Cache(b, d, eviction="mru")
-        with pytest.raises(horizon.UnsupportedError):
-            horizon.Cache(b, d, eviction=2)
-
-
 @pytest.mark.parametrize("transport", ["serial", "registered"])
 def test_cache_prefetch(artifact, transport):
     """Speculative next-layer prefetch: the same tokens as without it, its counters in the stats."""

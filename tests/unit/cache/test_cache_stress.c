@@ -4,7 +4,7 @@
  * the group and compares it with the backing. If a row were reused before its consumer finished, or
  * handed out before its transfer completed, a comparison fails (and ThreadSanitizer sees the race).
  * Every mode runs with every transport; each run is bounded in wall time (HZ_STRESS_SECONDS, default
- * 0.8 per mode and transport, 16 runs, and two more with the LFU policy). */
+ * 0.8 per mode and transport, 12 runs). */
 #include <math.h>
 #include <pthread.h>
 #include <time.h>
@@ -180,7 +180,7 @@ static double seconds_per_mode(void) {
     return v > 0 ? v : 0.8;
 }
 
-static void stress(uint32_t capacity, uint32_t spare, uint32_t staging_blobs, int zipf, int transport, int eviction) {
+static void stress(uint32_t capacity, uint32_t spare, uint32_t staging_blobs, int zipf, int transport) {
     run *r = calloc(1, sizeof *r);
     atomic_store(&g_failed, 0);
     r->b = tu_backing(LAYERS, EXPERTS, TOPK, 1234 + capacity);
@@ -192,7 +192,6 @@ static void stress(uint32_t capacity, uint32_t spare, uint32_t staging_blobs, in
     o.capacity = capacity;
     o.spare_rows = spare;
     o.staging_bytes = staging_blobs * tu_row_bytes(r->b);
-    o.eviction = eviction;
     assert_int_equal(hz_cache_create(r->b, r->d, &o, &r->c), HZ_OK);
     tu_after_create(r->c);
     /* transfers take time and land in two halves: a row published or reused too early shows */
@@ -233,17 +232,14 @@ static void stress(uint32_t capacity, uint32_t spare, uint32_t staging_blobs, in
     assert_false(atomic_load(&g_failed));
 
     fprintf(stderr,
-            "  %s %-10s %s capacity %u spares %u staging %u: %llu acquires (%llu with late consumers), %.0f misses, %.0f "
+            "  %s %-10s capacity %u spares %u staging %u: %llu acquires (%llu with late consumers), %.0f misses, %.0f "
             "publications, %.0f evictions, %.0f retired, %llu invariant checks, %.2f s\n",
-            zipf ? "zipf   " : "uniform", tu_transport_name(transport), eviction == HZ_EVICT_LFU ? "lfu" : "lru", capacity, spare, staging_blobs, (unsigned long long)atomic_load(&r->iterations),
+            zipf ? "zipf   " : "uniform", tu_transport_name(transport), capacity, spare, staging_blobs, (unsigned long long)atomic_load(&r->iterations),
             (unsigned long long)atomic_load(&r->consumers), tu_stat(r->c, "misses"), tu_stat(r->c, "publications"),
             tu_stat(r->c, "evictions"), tu_stat(r->c, "retired_rows"), (unsigned long long)atomic_load(&r->checks),
             hz_now_seconds() - t0);
     assert_true(tu_stat(r->c, "publications") > 1);
     assert_true(tu_stat(r->c, "evictions") > 0);
-    char policy[16];
-    tu_stat_str(r->c, "eviction", policy, sizeof policy);
-    assert_string_equal(policy, eviction == HZ_EVICT_LFU ? "lfu" : "lru");
     assert_int_equal(tu_stat(r->c, "leases_active"), 0);
     assert_int_equal(tu_stat(r->c, "expert_d2h_bytes"), 0);
     assert_int_equal(tu_stat(r->c, "staging_slots_busy"), 0);
@@ -293,21 +289,16 @@ typedef struct mode {
     uint32_t capacity, spare, staging_blobs;
     int zipf;
     int transport;
-    int eviction;
 } mode;
 
 #define MODES(t)                                                                                      \
-    {8, TOPK, 2, 0, t, HZ_EVICT_LRU}, {8, TOPK, 2, 1, t, HZ_EVICT_LRU}, {12, 2 * TOPK, 3, 0, t, HZ_EVICT_LRU}, \
-        { 12, 2 * TOPK, 3, 1, t, HZ_EVICT_LRU }
-/* The LFU policy under the same threads: its victims are other experts, the contract is the same. */
+    {8, TOPK, 2, 0, t}, {8, TOPK, 2, 1, t}, {12, 2 * TOPK, 3, 0, t}, { 12, 2 * TOPK, 3, 1, t }
 static const mode k_modes[] = {MODES(HZ_TRANSPORT_SERIAL), MODES(HZ_TRANSPORT_THREADED),
-                               MODES(HZ_TRANSPORT_REGISTERED), MODES(TU_THREADED_PIECEWISE),
-                               {8, TOPK, 2, 1, HZ_TRANSPORT_SERIAL, HZ_EVICT_LFU},
-                               {12, 2 * TOPK, 3, 1, TU_THREADED_PIECEWISE, HZ_EVICT_LFU}};
+                               MODES(HZ_TRANSPORT_REGISTERED), MODES(TU_THREADED_PIECEWISE)};
 
 static void test_stress(void **state) {
     const mode *m = *state;
-    stress(m->capacity, m->spare, m->staging_blobs, m->zipf, m->transport, m->eviction);
+    stress(m->capacity, m->spare, m->staging_blobs, m->zipf, m->transport);
 }
 
 #define STRESS_TEST(i, name) {name, test_stress, NULL, NULL, (void *)&k_modes[i]}
@@ -321,8 +312,6 @@ int main(void) {
         STRESS_TESTS(4, "threaded"),
         STRESS_TESTS(8, "registered"),
         STRESS_TESTS(12, "threaded piecewise"),
-        STRESS_TEST(16, "zipf tight lfu [serial]"),
-        STRESS_TEST(17, "zipf roomy lfu [threaded piecewise]"),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

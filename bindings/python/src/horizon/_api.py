@@ -321,12 +321,6 @@ TRANSPORTS = {
     "registered": lib.HZ_TRANSPORT_REGISTERED,
 }
 
-# hz_eviction by name (HZ_EVICT_* values).
-EVICTIONS = {
-    "lru": lib.HZ_EVICT_LRU,
-    "lfu": lib.HZ_EVICT_LFU,
-}
-
 # hz_prefetch by name (HZ_PREFETCH_* values).
 PREFETCH = {
     "off": lib.HZ_PREFETCH_OFF,
@@ -346,7 +340,6 @@ class Cache(_Handle):
     """The generation cache of routed experts on a device (hz_cache_create). `capacity` is resident
     experts per layer (0 = all); `placement` an optional flat, layer-major list of layers x capacity
     expert ids (ints in uint32 range, distinct within a layer);
-    `eviction` a name of EVICTIONS ("lru", "lfu") or an hz_eviction value;
     `transport` a name of TRANSPORTS ("serial", "threaded", "registered") or an hz_transport value;
     `staging_threads` the threaded transport's copy threads (0 = 3/4 of the online CPUs, at most 12);
     `prefetch` a name of PREFETCH ("off", "next_layer") or an hz_prefetch value."""
@@ -354,7 +347,7 @@ class Cache(_Handle):
     _what = "cache"
 
     def __init__(self, backing: Backing, device: Device, *, capacity: int = 0, spare_rows: int = 0,
-                 staging_bytes: int = 0, eviction: Union[int, str] = 0, transport: Union[int, str] = 0,
+                 staging_bytes: int = 0, eviction: int = 0, transport: Union[int, str] = 0,
                  placement: Optional[Sequence[int]] = None, staging_threads: int = 0,
                  prefetch: Union[int, str] = 0) -> None:
         _check_type(backing, Backing, "backing")
@@ -365,7 +358,7 @@ class Cache(_Handle):
         _set_int(opts, "capacity", capacity)
         _set_int(opts, "spare_rows", spare_rows)
         _set_int(opts, "staging_bytes", staging_bytes)
-        _set_int(opts, "eviction", _by_name(EVICTIONS, "eviction", eviction))
+        _set_int(opts, "eviction", eviction)
         _set_int(opts, "transport", _by_name(TRANSPORTS, "transport", transport))
         _set_int(opts, "staging_threads", staging_threads)
         _set_int(opts, "prefetch", _by_name(PREFETCH, "prefetch", prefetch))
