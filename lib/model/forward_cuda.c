@@ -462,7 +462,6 @@ static int session_create(hz_session *s) {
         hz_log(HZ_LOG_INFO, "decode: the routing comes back by a copy after each router: %s", hz_last_error_message());
         g->route_mirror = 0;
     }
-    hz_env_u32("HZ_GPU_PREDICT_TOP", 1, 64, &g->predict_top); /* HZ_GPU_PREDICT_MAX */
     g->pslots = g->pinned + pslots_at;
     memset(g->pslots, 0, c->layers * g->slot_bytes);
     if (g->route_mirror && !m->gpu->full && hz_cache_prefetch_mode(m->cache) == HZ_PREFETCH_NEXT_LAYER &&
@@ -614,26 +613,9 @@ static int prefetch_from_slot(hz_session *s, uint32_t l, hz_bevent *ev) {
     int st = wait_slot(s, g->pslots, l, step_number(g, l + 1u), ev);
     if (st) return hz_error_prefix(st, "layer %u: the prediction of layer %u's experts", l, l + 1);
     uint32_t pred[HZ_GPU_PREDICT_MAX];
-    const uint32_t K = m->cfg.top_k;
-    const uint32_t *ids = (const uint32_t *)(const void *)(g->pslots + l * g->slot_bytes);
-    const float *w = (const float *)(const void *)(ids + K);
-    uint32_t take = n;
-    if (g->predict_top && g->predict_top < n) {
-        /* the predict_top heaviest of the K predicted, ties to the lower id (ids are ascending) */
-        uint8_t used[HZ_GPU_PREDICT_MAX] = {0};
-        take = g->predict_top;
-        for (uint32_t t = 0; t < take; t++) {
-            uint32_t best = K;
-            for (uint32_t i = 0; i < K; i++)
-                if (!used[i] && (best == K || w[i] > w[best])) best = i;
-            used[best] = 1;
-            pred[t] = ids[best];
-        }
-    } else {
-        memcpy(pred, ids, (size_t)n * sizeof *pred);
-    }
+    memcpy(pred, g->pslots + l * g->slot_bytes, (size_t)n * sizeof *pred);
     g->pred_stored++;
-    (void)hz_cache_prefetch(m->cache, l + 1, pred, take);
+    (void)hz_cache_prefetch(m->cache, l + 1, pred, n);
     return HZ_OK;
 }
 

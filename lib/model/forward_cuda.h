@@ -149,7 +149,6 @@ struct hz_gpu_session {
      * serving layer l and hands it to the cache (prefetch_from_slot). d_pslots NULL: no such GEMV. */
     uint8_t *pslots, *d_pslots;
     uint64_t pred_stored;    /* predictions read from the slots (session stat predictions_stored) */
-    uint32_t predict_top;    /* HZ_GPU_PREDICT_TOP at creation: hand only the heaviest N; 0 = all */
     hz_bevent *route_ev[2];
     /* Partial residency, the experts ahead (enqueue_step): each layer's executor is enqueued behind a
      * gate (hz_decode_gate) right after its router, and the next layer's kernels up to its router
