@@ -416,15 +416,14 @@ static int session_create(hz_session *s) {
     const uint32_t K = c->top_k, rows_n = m->group_limit > K ? m->group_limit : K;
     /* pinned: [K ids | K weights (the routing copied back) | 2 argmax slots | the gate word | the gate's
      * late word | the gates' waited count | K gate rows] then, 64-byte aligned, the logits, the staging
-     * of the device's table of rows ([layers x experts]), the routing slots the routers store into
-     * ([layers], slot_bytes each) and as many prediction slots (hz_gpu_session.pslots) */
+     * of the device's table of rows ([layers x experts]) and the routing slots the routers store into
+     * ([layers], slot_bytes each) */
     const uint64_t gate_at = 2u * K * 4u + 8u;
     const uint64_t pinned_head = hz_align_up(gate_at + 24u + (uint64_t)K * 8u, 64);
     const uint64_t stage_at = hz_align_up(pinned_head + (uint64_t)c->vocab * 4u, 64);
     const uint64_t slots_at = stage_at + (uint64_t)c->layers * c->experts * sizeof(void *);
     g->slot_bytes = hz_align_up(2u * K * 4u + 8u, 64);
-    const uint64_t pslots_at = slots_at + c->layers * g->slot_bytes;
-    const uint64_t changes_at = pslots_at + c->layers * g->slot_bytes;
+    const uint64_t changes_at = slots_at + c->layers * g->slot_bytes;
     const uint64_t summed_at = hz_align_up(changes_at + (1u + (uint64_t)c->layers) * 4u, 8);
     const uint64_t pinned_bytes = summed_at + 8u;
     g->rows = hz_calloc(rows_n, sizeof *g->rows);
@@ -461,15 +460,6 @@ static int session_create(hz_session *s) {
     if (g->route_mirror && hz_decode_host_pointer(g->slots, (void **)&g->d_slots) != HZ_OK) {
         hz_log(HZ_LOG_INFO, "decode: the routing comes back by a copy after each router: %s", hz_last_error_message());
         g->route_mirror = 0;
-    }
-    g->pslots = g->pinned + pslots_at;
-    memset(g->pslots, 0, c->layers * g->slot_bytes);
-    if (g->route_mirror && !m->gpu->full && hz_cache_prefetch_mode(m->cache) == HZ_PREFETCH_NEXT_LAYER &&
-        hz_decode_host_pointer(g->pslots, (void **)&g->d_pslots) != HZ_OK) {
-        hz_log(HZ_LOG_INFO, "decode: the routing comes back by a copy (no stored prediction): %s",
-               hz_last_error_message());
-        g->route_mirror = 0; /* the prediction then comes back by a copy, as the routing does */
-        g->d_pslots = NULL;
     }
     /* The gate's words, and its rows pointing into the cache's arena until a lease gives it others. */
     g->h_go = (volatile uint64_t *)(void *)(g->pinned + gate_at);
@@ -555,7 +545,6 @@ void hz_gpu_session_destroy(hz_session *s) {
 /* Speculative next-layer prefetch at partial residency (helpers after routed_partial). */
 #define HZ_GPU_PREDICT_MAX 64u /* the route kernel's top-k limit */
 static uint32_t prediction_count(const hz_model *m, uint32_t l);
-static uint64_t step_number(const hz_gpu_session *g, uint32_t low);
 static int enqueue_prediction(hz_session *s, uint32_t l);
 static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n);
 
@@ -563,18 +552,20 @@ static int read_prediction(hz_session *s, uint32_t *ids, uint32_t n);
 static uint32_t *slot_ids(const hz_gpu_session *g, uint32_t l) { return (uint32_t *)(void *)(g->slots + l * g->slot_bytes); }
 static float *slot_w(const hz_gpu_session *g, uint32_t l, uint32_t K) { return (float *)(void *)(slot_ids(g, l) + K); }
 static uint64_t slot_tag_at(uint32_t K) { return hz_align_up(2u * K * 4u, 8); }
+static volatile uint64_t *slot_tag(const hz_gpu_session *g, uint32_t l, uint32_t K) {
+    return (volatile uint64_t *)(void *)(g->slots + l * g->slot_bytes + slot_tag_at(K));
+}
 
-/* Waits until a kernel has stored a selection into layer l's slot of `base` (the router's routing in
- * `slots`, the next-layer prediction in `pslots`) and then `tag` into the slot's tag word
- * (hz_dgemv_args.host_*). The word is polled; every 256 polls `ev`, recorded after that kernel
- * (enqueue_layers), is asked whether the queue got past it: if it did and the tag is still not there, or
- * the queue failed, the wait ends with an error instead of spinning on. The bytes count as one ROUTING
- * D2H, as the copy they replace. */
-static int wait_slot(hz_session *s, const uint8_t *base, uint32_t l, uint64_t tag, hz_bevent *ev) {
+/* Waits until the router has stored layer l's selection into its slot and then `tag` into the slot's
+ * tag word (hz_dgemv_args.host_*). The word is polled; every 256 polls `ev`, recorded right after the
+ * router (enqueue_layers), is asked whether the queue got past it: if it did and the tag is still not
+ * there, or the queue failed, the wait ends with an error instead of spinning on. The bytes count as one
+ * ROUTING D2H, as the copy they replace. */
+static int wait_routing(hz_session *s, uint32_t l, uint64_t tag, hz_bevent *ev) {
     hz_gpu_session *g = s->gpu;
     hz_backend *be = s->model->gpu->be;
     const uint32_t K = s->model->cfg.top_k;
-    volatile uint64_t *word = (volatile uint64_t *)(void *)(base + l * g->slot_bytes + slot_tag_at(K));
+    volatile uint64_t *word = slot_tag(g, l, K);
     int st = HZ_OK;
     for (uint32_t i = 1;; i++) {
         if (*word == tag) break;
@@ -591,31 +582,7 @@ static int wait_slot(hz_session *s, const uint8_t *base, uint32_t l, uint64_t ta
     }
     atomic_thread_fence(memory_order_acquire); /* the ids and weights were stored before the tag */
     hz_backend_count_d2h_store(be, HZ_PURPOSE_ROUTING, 2u * K * 4u);
-    return HZ_OK;
-}
-
-static int wait_routing(hz_session *s, uint32_t l, uint64_t tag, hz_bevent *ev) {
-    int st = wait_slot(s, s->gpu->slots, l, tag, ev);
-    if (!st) s->gpu->route_stored++;
-    return st;
-}
-
-/* With the stored prediction (d_pslots), once layer l has been served: the experts of layer l+1 that
- * the GEMV before layer l's router predicted go to the cache, which loads those missing on its prefetch
- * thread while layer l computes and layer l+1 runs up to its router (the copy queue is idle then: layer
- * l's misses are in). Advisory, as in routed_partial; only a slot that never fills is an error. */
-static int prefetch_from_slot(hz_session *s, uint32_t l, hz_bevent *ev) {
-    hz_model *m = s->model;
-    hz_gpu_session *g = s->gpu;
-    if (!g->d_pslots || l + 1 >= m->cfg.layers) return HZ_OK;
-    const uint32_t n = prediction_count(m, l);
-    if (n == 0) return HZ_OK;
-    int st = wait_slot(s, g->pslots, l, step_number(g, l + 1u), ev);
-    if (st) return hz_error_prefix(st, "layer %u: the prediction of layer %u's experts", l, l + 1);
-    uint32_t pred[HZ_GPU_PREDICT_MAX];
-    memcpy(pred, g->pslots + l * g->slot_bytes, (size_t)n * sizeof *pred);
-    g->pred_stored++;
-    (void)hz_cache_prefetch(m->cache, l + 1, pred, n);
+    g->route_stored++;
     return HZ_OK;
 }
 
@@ -629,13 +596,12 @@ static int routed_partial(hz_session *s, uint32_t l, uint64_t tag) {
     hz_gpu_session *g = s->gpu;
     hz_backend *be = gm->be;
     const uint32_t K = m->cfg.top_k;
-    /* with the router store, the prediction (if any) waits in its slot (prefetch_from_slot) */
-    const uint32_t npred = tag ? 0 : prediction_count(m, l);
+    const uint32_t npred = prediction_count(m, l);
     uint32_t pred[HZ_GPU_PREDICT_MAX];
     int st = HZ_OK;
     const uint32_t *h_ids = tag ? slot_ids(g, l) : g->h_ids;
     const float *h_w = tag ? slot_w(g, l, K) : g->h_w;
-    if (tag) { /* the router stores the routing into layer l's slot itself (route_mirrored) */
+    if (tag) { /* the router stores the routing into layer l's slot itself (route_mirrored: no prediction) */
         st = wait_routing(s, l, tag, g->route_ev[l & 1u]);
         if (st) return st;
     } else {
@@ -676,7 +642,7 @@ static int routed_partial(hz_session *s, uint32_t l, uint64_t tag) {
     /* Advisory: the cache counts what it does with the request; a FAULTED cache shows at the next
      * acquire. The prediction cannot change a result, only which copies happen when. */
     if (npred) (void)hz_cache_prefetch(m->cache, l + 1, pred, npred);
-    return tag ? prefetch_from_slot(s, l, g->route_ev[l & 1u]) : HZ_OK;
+    return HZ_OK;
 }
 
 /* ---- the experts ahead (partial residency) ----------------------------------------------------------
@@ -863,7 +829,7 @@ static int enqueue_gated(hz_session *s, uint32_t l, const hz_klaunch *kl, int in
  * changes nothing then. On a miss the held generation is given up before the acquire and the current
  * one held after it (the hits on the device, above). Without the hits on the device the lease ends
  * with an event recorded now (behind the next layer's router, or the step's last kernel). */
-static int serve_ahead(hz_session *s, uint32_t l, hz_bevent *ev) {
+static int routed_ahead(hz_session *s, uint32_t l, hz_bevent *ev) {
     hz_model *m = s->model;
     hz_gpu_session *g = s->gpu;
     const uint32_t K = m->cfg.top_k, E = m->cfg.experts;
@@ -906,12 +872,6 @@ static int serve_ahead(hz_session *s, uint32_t l, hz_bevent *ev) {
     }
     g->deferred = lease;
     return HZ_OK;
-}
-
-/* serve_ahead, then the next layer's prediction (prefetch_from_slot), once the gate is open. */
-static int routed_ahead(hz_session *s, uint32_t l, hz_bevent *ev) {
-    const int st = serve_ahead(s, l, ev);
-    return st ? st : prefetch_from_slot(s, l, ev);
 }
 
 /* After a step: a gate that waited about 10 s for the host let its experts read stale rows; and the
@@ -1004,11 +964,11 @@ static int experts_on_flags(const hz_session *s) {
 
 /* Whether the routing of a partial-residency step comes back through the router's own stores into
  * pinned memory (route_mirror; routed_partial then polls a tag word instead of copying and waiting
- * for the queue): not with the route kernel of its own, which has no host copy; with the next-layer
- * prediction only where its GEMV stores it too (d_pslots). */
+ * for the queue): not with the route kernel of its own, which has no host copy, nor with the
+ * next-layer prediction, whose ids come back by a copy anyway. */
 static int route_mirrored(const hz_session *s, int place) {
     return s->gpu->route_mirror && !s->model->gpu->full && place != ROUTE_KERNEL &&
-           (hz_cache_prefetch_mode(s->model->cache) != HZ_PREFETCH_NEXT_LAYER || s->gpu->d_pslots);
+           hz_cache_prefetch_mode(s->model->cache) != HZ_PREFETCH_NEXT_LAYER;
 }
 
 /* Enqueues the copy of the first n predicted ids into `ids` (host stack memory, so the copy completes
@@ -1096,25 +1056,6 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
         hz_dgemv_args oa = {.seg = {{w->wo, w->bo, g->proj, H, 0}}, .nseg = 1, .in = QD, .x_mode = HZ_DGEMV_X_PLAIN,
                             .x = g->att};
         CALL(hz_decode_gemv(&oa, &gm->dev, &kl));
-        if (mirror && g->d_pslots && l + 1 < L) {
-            /* Layer l+1's router on this layer's MoE input, its selection stored into the prediction
-             * slot (prefetch_from_slot). Before the router: the router's gate may wait for the host, and
-             * the host reads this slot after serving layer l. It writes rlog, route and route_w, which
-             * the router rewrites next; it leaves h, xn and acc to the router. */
-            uint8_t *ps = g->d_pslots + l * g->slot_bytes;
-            hz_dgemv_args pa = {.seg = {{gm->dw.layers[l + 1].router, NULL, g->rlog, E, 0}}, .nseg = 1, .in = H,
-                                .x_mode = HZ_DGEMV_X_RESNORM, .h_in = hb[(r - 1) & 1], .d = g->proj,
-                                .norm_w = w->ffn_norm, .eps = c->rms_eps, .tail = HZ_DGEMV_TAIL_ROUTE, .top_k = K,
-                                .norm_topk = c->norm_topk_prob, .ids_out = g->route, .w_out = g->route_w,
-                                .tail_scratch = g->tail, .step = g->dstep, .host_ids = (uint32_t *)(void *)ps,
-                                .host_w = (float *)(void *)(ps + (size_t)K * 4u),
-                                .host_tag_out = (uint64_t *)(void *)(ps + slot_tag_at(K)), .host_tag = l + 1u,
-                                .host_tag_epoch = 1};
-            if (place == ROUTE_CLUSTER)
-                CALL(hz_decode_router_cluster(&pa, &gm->dev, &kl));
-            else
-                CALL(hz_decode_gemv(&pa, &gm->dev, &kl));
-        }
         hz_dgemv_args ra = {.seg = {{w->router, NULL, g->rlog, E, 0},
                                     {w->sh_gate, NULL, g->shg, S, 1},
                                     {w->sh_up, NULL, g->shu, S, 1},
@@ -1549,7 +1490,7 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      "\"eager_steps\":%llu,\"attention_splits\":%u,\"attention_groups\":\"%s\",\"steps_queued_ahead\":%s,"
                      "\"steps_ahead_adopted\":%llu,\"steps_ahead_discarded\":%llu,\"argmax_readback\":\"%s\","
                      "\"router_tail\":\"%s\",\"experts_start\":\"%s\",\"expert_kernels\":\"%s\",\"shared_down_start\":%s,"
-                     "\"routing_readback\":\"%s\",\"routing_stored\":%llu,\"predictions_stored\":%llu,\"experts_queued\":\"%s\","
+                     "\"routing_readback\":\"%s\",\"routing_stored\":%llu,\"experts_queued\":\"%s\","
                      "\"experts_gate\":%s,\"experts_gated\":%llu,\"gate_hits\":%llu,\"gates_waited\":%llu,\"gate_table_copies\":%llu,"
                      "\"lm_head_screen\":%s,\"lm_head_rows_summed\":%s,\"graph_fallback\":%s%s%s",
                      path, g->use_pdl ? "true" : "false", hz_decode_graph_nodes(g->graphs[0][0]),
@@ -1565,7 +1506,7 @@ int hz_gpu_session_stats(const hz_session *s, char *buf, size_t n) {
                      s->model->gpu->full ? "none (routing on the device)"
                      : mirror            ? "router store"
                                          : "copy",
-                     (unsigned long long)g->route_stored, (unsigned long long)g->pred_stored,
+                     (unsigned long long)g->route_stored,
                      s->model->gpu->full        ? "on the device"
                      : experts_ahead(s, mirror) ? "ahead of the routing"
                                                 : "after the routing",

@@ -143,12 +143,6 @@ struct hz_gpu_session {
     uint8_t *slots, *d_slots;
     uint64_t slot_bytes;
     uint64_t route_stored;   /* layers whose routing the router stored (session stat routing_stored) */
-    /* With the cache's HZ_PREFETCH_NEXT_LAYER and the router store: right before layer l's router, a
-     * GEMV with the same input (ffn_norm(h + o)) applies layer l+1's router and stores its selection
-     * into layer l's prediction slot (pslots, laid out as `slots`, same tags); the host reads it after
-     * serving layer l and hands it to the cache (prefetch_from_slot). d_pslots NULL: no such GEMV. */
-    uint8_t *pslots, *d_pslots;
-    uint64_t pred_stored;    /* predictions read from the slots (session stat predictions_stored) */
     hz_bevent *route_ev[2];
     /* Partial residency, the experts ahead (enqueue_step): each layer's executor is enqueued behind a
      * gate (hz_decode_gate) right after its router, and the next layer's kernels up to its router
