@@ -2,7 +2,7 @@
  *
  *   decode MODEL.hzq [--device auto|cpu|cuda:N] [--resident N] [--tokens N]
  *                    [--prompt "1,2,3" | --prompt-file F] [--executor NAME]
- *                    [--transport serial|threaded|registered] [--prefetch] [--stop-at-eos] [--json]
+ *                    [--transport auto|serial|threaded|registered] [--prefetch] [--stop-at-eos] [--json]
  *
  * Opens the artifact as a host backing, opens a device, creates a cache holding N routed experts per
  * layer (0 or absent: all), creates the model and a session, prefills the prompt, then decodes greedily.
@@ -29,7 +29,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: decode MODEL.hzq [--device auto|cpu|cuda:N] [--resident N] [--tokens N]\n"
             "                        [--prompt \"1,2,3\" | --prompt-file F] [--executor NAME]\n"
-            "                        [--transport serial|threaded|registered] [--prefetch] [--stop-at-eos]\n"
+            "                        [--transport auto|serial|threaded|registered] [--prefetch] [--stop-at-eos]\n"
             "                        [--json]\n"
             "  --device     device to run on (default auto)\n"
             "  --resident   routed experts kept on the device per layer (default 0 = all)\n"
@@ -38,10 +38,12 @@ static void usage(FILE *f) {
             "               or token 0 when the model has none)\n"
             "  --prompt-file  read the prompt token ids from a file\n"
             "  --executor   routed-expert executor (default auto)\n"
-            "  --transport  how missed experts reach the device (default serial): serial stages each one\n"
+            "  --transport  how missed experts reach the device (default auto): serial stages each one\n"
             "               through pinned memory on the decoding thread, threaded splits those copies over\n"
             "               a thread pool, registered lets the device copy straight from the backing's\n"
-            "               pages in process memory (registered for DMA: no staging copy)\n"
+            "               pages in process memory (registered for DMA: no staging copy), auto takes\n"
+            "               registered when experts will miss and threaded otherwise or where the\n"
+            "               registration fails (HZ_TRANSPORT_AUTO)\n"
             "  --prefetch   while a layer computes, start loading the experts the next layer's router\n"
             "               predicts from the current hidden state (HZ_PREFETCH_NEXT_LAYER; the cache pauses\n"
             "               the predictions while fewer than a quarter of them are used)\n"
@@ -163,7 +165,7 @@ static int fail(const char *what, int status) {
 
 int main(int argc, char **argv) {
     const char *model_path = NULL, *device_name = "auto", *prompt_text = NULL, *prompt_file = NULL;
-    const char *executor = "auto", *transport = "serial";
+    const char *executor = "auto", *transport = "auto";
     uint32_t resident = 0, n_tokens = 16;
     int json = 0, stop_eos = 0, prefetch = 0;
     for (int i = 1; i < argc; i++) {
@@ -217,11 +219,12 @@ int main(int argc, char **argv) {
         return 1;
     }
     int32_t transport_id;
-    if (strcmp(transport, "serial") == 0) transport_id = HZ_TRANSPORT_SERIAL;
+    if (strcmp(transport, "auto") == 0) transport_id = HZ_TRANSPORT_AUTO;
+    else if (strcmp(transport, "serial") == 0) transport_id = HZ_TRANSPORT_SERIAL;
     else if (strcmp(transport, "threaded") == 0) transport_id = HZ_TRANSPORT_THREADED;
     else if (strcmp(transport, "registered") == 0) transport_id = HZ_TRANSPORT_REGISTERED;
     else {
-        fprintf(stderr, "decode: unknown transport '%s' (serial, threaded or registered)\n", transport);
+        fprintf(stderr, "decode: unknown transport '%s' (auto, serial, threaded or registered)\n", transport);
         return 1;
     }
 

@@ -233,10 +233,19 @@ typedef enum hz_transport {
                                    first half while the second is still being copied (the environment
                                    variable HZ_TXN_PIECEWISE=0 at hz_cache_create: one H2D per blob,
                                    once it is staged) */
-    HZ_TRANSPORT_REGISTERED = 2 /* no staging copy: the backing's read-only routed region is registered
+    HZ_TRANSPORT_REGISTERED = 2, /* no staging copy: the backing's read-only routed region is registered
                                    for direct DMA at hz_cache_create (cudaHostRegister on CUDA) and H2D
                                    copies read it directly; `staging_bytes` is ignored, no staging is
                                    allocated */
+    HZ_TRANSPORT_AUTO = 3        /* the fastest that works here: registered where experts will miss
+                                   (capacity below the expert count) and the registration succeeds,
+                                   else threaded (every expert resident: only the initial fill moves,
+                                   which registering the whole region would not repay). Registration
+                                   pins the routed region in host memory; where the host refuses (a
+                                   device error, or out of memory, from that step) the cache is created
+                                   threaded instead and the log says why at HZ_LOG_INFO.
+                                   hz_cache_stats_json names the transport chosen ("transport") and
+                                   "auto" as "transport_requested". The default stays serial (0). */
 } hz_transport;
 
 /* Speculative loading of routed experts ahead of their acquire, independent of the transport (each

@@ -6,6 +6,7 @@
  * generation continue; it publishes by swapping `current` under `mu`. Generations are immutable once
  * published; a lease pins the generation it was taken on. */
 #include <cjson/cJSON.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,7 +252,7 @@ static int validate_placement(const hz_cache_options *o, uint32_t layers, uint32
     return st;
 }
 
-int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_options *opts, hz_cache **out) {
+static int cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_options *opts, hz_cache **out) {
     if (out) *out = NULL;
     if (!backing || !device || !out) return hz_error(HZ_EINVAL, "hz_cache_create: backing, device and out must not be NULL");
     hz_cache_options o;
@@ -460,6 +461,32 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
     hz_device_child_add(device);
     *out = c;
     return HZ_OK;
+}
+
+/* HZ_TRANSPORT_AUTO: registered where experts will miss, threaded at full residency, and threaded when
+ * the registered cache cannot be made for a reason of the host's (a device error or out of memory:
+ * registration pins the whole routed region). Every other request goes to cache_create as it is. */
+int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_options *opts, hz_cache **out) {
+    const size_t transport_end = offsetof(hz_cache_options, transport) + sizeof opts->transport;
+    if (!opts || opts->struct_size < transport_end || opts->transport != HZ_TRANSPORT_AUTO || !backing || !device ||
+        !out)
+        return cache_create(backing, device, opts, out);
+    hz_cache_options o;
+    hz_cache_options_init(&o);
+    memcpy(&o, opts, opts->struct_size < sizeof o ? opts->struct_size : sizeof o);
+    o.struct_size = sizeof o;
+    const hz_model_config *cfg = hz_backing_config(backing);
+    const uint32_t experts = cfg ? cfg->experts : 0;
+    o.transport = o.capacity != 0 && o.capacity < experts ? HZ_TRANSPORT_REGISTERED : HZ_TRANSPORT_THREADED;
+    int st = cache_create(backing, device, &o, out);
+    if ((st == HZ_EDEVICE || st == HZ_ENOMEM) && o.transport == HZ_TRANSPORT_REGISTERED) {
+        hz_log(HZ_LOG_INFO, "cache: transport auto: the registered transport failed (%s: %s); threaded instead",
+               hz_status_name(st), hz_last_error_message());
+        o.transport = HZ_TRANSPORT_THREADED;
+        st = cache_create(backing, device, &o, out);
+    }
+    if (st == HZ_OK) (*out)->transport_auto = 1;
+    return st;
 }
 
 int hz_cache_destroy(hz_cache *cache) {
@@ -1175,6 +1202,7 @@ int hz_cache_stats_json(hz_cache *c, char **out) {
     hz_json_str(j, "device", be->name, &ok);
     hz_json_str(j, "eviction", c->policy->name, &ok);
     hz_json_str(j, "transport", hz_txn_transport_name(ts.transport), &ok);
+    hz_json_str(j, "transport_requested", c->transport_auto ? "auto" : hz_txn_transport_name(ts.transport), &ok);
     hz_json_num(j, "layers", c->layers, &ok);
     hz_json_num(j, "experts", c->experts, &ok);
     hz_json_num(j, "capacity", c->capacity, &ok);

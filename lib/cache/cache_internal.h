@@ -129,6 +129,7 @@ struct hz_cache {
     hz_transactor *tx;
     const hz_evict_policy *policy;
     void *policy_state;
+    int transport_auto; /* created with HZ_TRANSPORT_AUTO (stats: transport_requested) */
 
     pthread_mutex_t mu;      /* everything below, the rows and every generation's mutable fields */
     pthread_cond_t rows_cv;  /* signalled when a lease on an old generation ends */

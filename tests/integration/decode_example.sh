@@ -53,11 +53,17 @@ test "$(json_tokens "$w/j4.txt")" = "$text_tokens" || fail "JSON tokens differ f
 "$decode" "$m" --device cpu --resident 0 --tokens $N --prompt "$P" --json >"$w/j0.txt"
 tail -n 1 "$w/j0.txt" | grep -q '"resident":8,"experts":8,' || fail "--resident 0 must mean all 8"
 test "$(json_tokens "$w/j0.txt")" = "$text_tokens" || fail "full residency gave other tokens"
-for t in threaded registered; do
+for t in serial threaded registered; do
     "$decode" "$m" --device cpu --resident 3 --tokens $N --prompt "$P" --transport $t --json >"$w/jt.txt"
-    tail -n 1 "$w/jt.txt" | grep -q "\"transport\":\"$t\"" || fail "transport $t not reported"
+    tail -n 1 "$w/jt.txt" | grep -q "\"transport\":\"$t\",\"transport_requested\":\"$t\"" ||
+        fail "transport $t not reported"
     test "$(json_tokens "$w/jt.txt")" = "$text_tokens" || fail "transport $t gave other tokens"
 done
+# the default, auto: registered where experts miss, threaded where every expert is resident
+tail -n 1 "$w/j4.txt" | grep -q '"transport":"registered","transport_requested":"auto"' ||
+    fail "the default transport at 4 of 8 resident is not auto's registered"
+tail -n 1 "$w/j0.txt" | grep -q '"transport":"threaded","transport_requested":"auto"' ||
+    fail "the default transport at full residency is not auto's threaded"
 
 # 4. the prompt from a file (whitespace and newlines as separators), the default prompt, --stop-at-eos
 printf '1 2\n3,4\t5 6\n7 8\n' >"$w/prompt.txt"

@@ -46,6 +46,23 @@ def test_cache_transports(artifact, transport):
             horizon.Cache(b, d, transport="bogus")
 
 
+def test_transport_auto(artifact):
+    """load() asks for the auto transport: registered where experts miss, threaded at full residency;
+    the stats name both the choice and the request; the tokens are those of the serial transport."""
+    with horizon.load(artifact, device="cpu", capacity=2) as m, m.session() as s:
+        tokens = list(s.generate([1, 2, 3], max_tokens=6))
+        stats = m.cache.stats()
+        assert stats["transport"] == "registered" and stats["transport_requested"] == "auto"
+    with horizon.load(artifact, device="cpu") as m:
+        stats = m.cache.stats()
+        assert stats["transport"] == "threaded" and stats["transport_requested"] == "auto"
+    with horizon.load(artifact, device="cpu", capacity=2, transport="serial") as m, m.session() as s:
+        assert m.cache.stats()["transport_requested"] == "serial"
+        assert list(s.generate([1, 2, 3], max_tokens=6)) == tokens
+    with pytest.raises(ValueError):
+        horizon.load(artifact, device="cpu", transport="fast")
+
+
 @pytest.mark.parametrize("transport", ["serial", "registered"])
 def test_cache_prefetch(artifact, transport):
     """Speculative next-layer prefetch: the same tokens as without it, its counters in the stats."""

@@ -92,7 +92,7 @@ def test_cache_capacity(artifact):
             horizon.Cache(b, d, eviction=7)
         assert "eviction" in e.value.message
         with pytest.raises(horizon.UnsupportedError):
-            horizon.Cache(b, d, transport=3)
+            horizon.Cache(b, d, transport=4)
 
 
 def test_unknown_executor(artifact):

@@ -480,7 +480,7 @@ static void test_create_errors(void **state) {
     assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_EUNSUPPORTED);
 
     /* transports: unknown values are refused, as before the new ones existed */
-    const int32_t bad_transports[] = {3, -1, 1000};
+    const int32_t bad_transports[] = {4, -1, 1000};
     for (size_t i = 0; i < sizeof bad_transports / sizeof *bad_transports; i++) {
         hz_cache_options_init(&o);
         o.transport = bad_transports[i];
@@ -631,6 +631,90 @@ static void test_stats_json_fields(void **state) {
     assert_int_equal(cJSON_GetObjectItem(h2d, "bytes")->valuedouble, 12 * tu_row_bytes(f->b));
     cJSON_Delete(j);
     hz_free(s);
+}
+
+/* Log lines of one test, for the auto transport's fallback note. */
+static char g_log[1024];
+static void keep_log(void *user, int level, const char *message) {
+    (void)user;
+    (void)level;
+    snprintf(g_log, sizeof g_log, "%s", message);
+}
+
+/* HZ_TRANSPORT_AUTO: registered below full residency, threaded at it, threaded when the registration
+ * fails (a fault on host_register), with a log line saying so; the stats name the transport chosen
+ * and "auto" as the one requested; explicit transports name themselves in both fields. */
+static void test_transport_auto(void **state) {
+    (void)state;
+    hz_host_backing *b = tu_backing(3, 16, 4, 11);
+    const uint64_t hash0 = tu_routed_hash(b);
+    hz_device *d = NULL;
+    assert_int_equal(hz_device_open("cpu", &d), HZ_OK);
+    const struct {
+        uint32_t capacity;
+        const char *chosen;
+    } cases[] = {{4, "registered"}, {15, "registered"}, {0, "threaded"}, {16, "threaded"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        hz_cache_options o;
+        hz_cache_options_init(&o);
+        o.capacity = cases[i].capacity;
+        o.transport = HZ_TRANSPORT_AUTO;
+        hz_cache *c = NULL;
+        assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+        char name[32];
+        tu_stat_str(c, "transport", name, sizeof name);
+        assert_string_equal(name, cases[i].chosen);
+        tu_stat_str(c, "transport_requested", name, sizeof name);
+        assert_string_equal(name, "auto");
+        uint32_t g[4] = {12, 13, 14, 15}; /* misses below full residency */
+        tu_acquire_check_release(c, b, 1, g, 4);
+        tu_check_invariants(c);
+        assert_int_equal(hz_cache_destroy(c), HZ_OK);
+    }
+    /* an explicit transport is its own request */
+    hz_cache_options o;
+    hz_cache_options_init(&o);
+    o.capacity = 4;
+    o.transport = HZ_TRANSPORT_REGISTERED;
+    hz_cache *c = NULL;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+    char name[32];
+    tu_stat_str(c, "transport_requested", name, sizeof name);
+    assert_string_equal(name, "registered");
+    assert_int_equal(hz_cache_destroy(c), HZ_OK);
+    /* input errors are not retried: the first attempt's status and message stand */
+    o.transport = HZ_TRANSPORT_AUTO;
+    o.capacity = 17;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_ECAPACITY);
+    assert_null(c);
+    assert_non_null(strstr(hz_last_error_message(), "capacity"));
+    assert_int_equal(hz_device_close(d), HZ_OK);
+
+    /* the registration refused: threaded, and the log says why */
+    hz_backend *fault = NULL;
+    d = tu_fault_device(&fault);
+    hz_backend_fault_arm(fault, HZ_FAULT_HOST_REGISTER, 1, HZ_EDEVICE);
+    g_log[0] = '\0';
+    hz_set_log_callback(keep_log, NULL, HZ_LOG_INFO);
+    o.capacity = 4;
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_OK);
+    hz_set_log_callback(NULL, NULL, 0);
+    assert_int_equal(hz_backend_fault_fired(fault), 1);
+    tu_stat_str(c, "transport", name, sizeof name);
+    assert_string_equal(name, "threaded");
+    assert_non_null(strstr(g_log, "threaded instead"));
+    assert_non_null(strstr(g_log, "HZ_EDEVICE"));
+    uint32_t g[4] = {12, 13, 14, 15};
+    tu_acquire_check_release(c, b, 2, g, 4);
+    tu_check_invariants(c);
+    assert_int_equal(hz_cache_destroy(c), HZ_OK);
+    /* a refusal the host does not explain (not a device or memory error) is reported, not retried */
+    hz_backend_fault_arm(fault, HZ_FAULT_HOST_REGISTER, 1, HZ_EINVAL);
+    assert_int_equal(hz_cache_create(b, d, &o, &c), HZ_EINVAL);
+    assert_null(c);
+    assert_int_equal(hz_device_close(d), HZ_OK);
+    assert_int_equal(tu_routed_hash(b), hash0);
+    assert_int_equal(hz_host_backing_close(b), HZ_OK);
 }
 
 static void test_device_names(void **state) {
@@ -959,6 +1043,7 @@ int main(void) {
         cmocka_unit_test(test_registered_no_staging),
         cmocka_unit_test(test_threaded_pieces),
         cmocka_unit_test(test_threaded_claims_exact),
+        cmocka_unit_test(test_transport_auto),
         cmocka_unit_test(test_device_names),
         cmocka_unit_test(test_cpu_backend_events),
         cmocka_unit_test(test_fault_backend_counts),

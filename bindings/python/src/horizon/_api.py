@@ -319,6 +319,7 @@ TRANSPORTS = {
     "serial": lib.HZ_TRANSPORT_SERIAL,
     "threaded": lib.HZ_TRANSPORT_THREADED,
     "registered": lib.HZ_TRANSPORT_REGISTERED,
+    "auto": lib.HZ_TRANSPORT_AUTO,
 }
 
 # hz_prefetch by name (HZ_PREFETCH_* values).
@@ -340,7 +341,8 @@ class Cache(_Handle):
     """The generation cache of routed experts on a device (hz_cache_create). `capacity` is resident
     experts per layer (0 = all); `placement` an optional flat, layer-major list of layers x capacity
     expert ids (ints in uint32 range, distinct within a layer);
-    `transport` a name of TRANSPORTS ("serial", "threaded", "registered") or an hz_transport value;
+    `transport` a name of TRANSPORTS ("serial", "threaded", "registered", "auto") or an hz_transport
+    value (the default 0 is serial; load() asks for "auto");
     `staging_threads` the threaded transport's copy threads (0 = 3/4 of the online CPUs, at most 12);
     `prefetch` a name of PREFETCH ("off", "next_layer") or an hz_prefetch value."""
 
@@ -586,19 +588,23 @@ class Session(_Handle):
 
 
 def load(path: PathLike, *, device: str = "auto", capacity: int = 0, executor: Optional[str] = None,
-         verify_checksums: bool = True, lm_head_screen: bool = True) -> Model:
+         verify_checksums: bool = True, lm_head_screen: bool = True,
+         transport: Union[int, str] = "auto") -> Model:
     """Opens an artifact on a device with a cache of `capacity` resident experts per layer (0 = all)
     and returns the Model; its backing, device and cache (model.backing, ...) close with it.
+    `transport` is the cache's (Cache); "auto" registers the backing for direct copies where experts
+    will miss, and falls back to the threaded transport where the host refuses the registration.
     The default device "auto" is cuda:0 when the library was built with CUDA and a GPU is present,
     else the cpu device."""
     _bool(lm_head_screen, "lm_head_screen")  # refused before anything is opened
+    transport_id = _by_name(TRANSPORTS, "transport", transport)
     made: List[_Handle] = []
     try:
         b = Backing(path, verify_checksums=verify_checksums)
         made.append(b)
         d = Device(device)
         made.append(d)
-        c = Cache(b, d, capacity=capacity)
+        c = Cache(b, d, capacity=capacity, transport=transport_id)
         made.append(c)
         m = Model(b, d, c, executor=executor, lm_head_screen=lm_head_screen)
     except BaseException:
