@@ -1136,7 +1136,7 @@ static void usage(FILE *f) {
             "  --transport  miss transport: serial (the acquiring thread stages each blob), threaded (staging\n"
             "               copies split over a thread pool), registered (no staging: the backing is\n"
             "               registered for direct DMA), auto (registered where experts miss, else threaded;\n"
-            "               the label names the one chosen) (default serial)\n"
+            "               the label names the one chosen) (default auto)\n"
             "  --staging-threads  copy threads of the threaded transport (default 0 = 3/4 of the online CPUs, at most 12)\n"
             "  --prefetch   speculative next-layer prefetch (HZ_PREFETCH_NEXT_LAYER; default off)\n"
             "  --feed       decode inputs: greedy (the previous output; the contract's) or random (seeded random\n"
@@ -1157,7 +1157,7 @@ static void usage(FILE *f) {
 
 
 int main(int argc, char **argv) {
-    bench_opts o = {NULL, "auto", "auto", "serial", NULL, "0", 12, 3, 128, 64, 0, 0, 0, 0, 0.0};
+    bench_opts o = {NULL, "auto", "auto", "auto", NULL, "0", 12, 3, 128, 64, 0, 0, 0, 0, 0.0};
     int set_prompts = 0, set_blocks = 0, set_tokens = 0, set_warmup = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

@@ -49,10 +49,12 @@ digest() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["runs
 [ "$(digest "$w/rnd.json")" != "$(digest "$w/out.json")" ] || fail "--feed random generated the greedy run's tokens"
 expect_fail "neither greedy nor random" "$bench" "$w/a.hzq" --quick --device cpu --feed sometimes
 
-# 2. --json - puts the report on stdout and the table on stderr; explicit sizes override --quick
-"$bench" "$w/a.hzq" --quick --tokens 3 --warmup 0 --device cpu --json - >"$w/stdout.json" 2>"$w/stderr.txt"
+# 2. --json - puts the report on stdout and the table on stderr; explicit sizes override --quick; the
+# serial transport named (its staging bytes are checked against the H2D bytes)
+"$bench" "$w/a.hzq" --quick --tokens 3 --warmup 0 --device cpu --resident 4,8 --transport serial --json - \
+    >"$w/stdout.json" 2>"$w/stderr.txt"
 grep -q '^c8/8 ' "$w/stderr.txt" || fail "with --json - the table should go to stderr"
-python3 "$check" "$w/stdout.json" --prompts 2 --blocks 1 --tokens 3 --warmup 0 --resident 8
+python3 "$check" "$w/stdout.json" --prompts 2 --blocks 1 --tokens 3 --warmup 0 --resident 4,8 --transport serial
 
 # 2b. N = 1: no decode step, so the pooled decode rate and its spread are null in the report, "-" in the table
 "$bench" "$w/a.hzq" --quick --tokens 1 --device cpu --resident 4 --json "$w/n1.json" >"$w/n1.txt"

@@ -85,7 +85,7 @@ def main():
     ap.add_argument("--tokens", type=int, required=True)
     ap.add_argument("--warmup", type=int, required=True)
     ap.add_argument("--resident", required=True, help="comma-separated residencies, as passed to hz-bench")
-    ap.add_argument("--transport", default="serial", help="the --transport given to hz-bench")
+    ap.add_argument("--transport", default="auto", help="the --transport given to hz-bench (its default: auto)")
     ap.add_argument("--prefetch", action="store_true", help="hz-bench ran with --prefetch")
     ap.add_argument("--feed", default="greedy", choices=["greedy", "random"], help="the --feed given to hz-bench")
     ap.add_argument("--h2d-ceiling", type=float, default=None, help="the --h2d-ceiling given to hz-bench, if any")
@@ -133,7 +133,12 @@ def main():
                                  "device", "eviction", "initial_placement"])
         check(lab["model_shape"] == r["model"]["shape"], w + ": label shape differs from the model's")
         check(lab["resident"] == res and lab["residency"] == f"c{res}/{experts}", w + ": wrong residency label")
-        check(lab["transport"] == a.transport and lab["eviction"] == "lru", w + ": transport/eviction label")
+        # auto: the label names the transport the cache chose (registered where experts miss)
+        want_t = a.transport if a.transport != "auto" else "registered" if res < experts else "threaded"
+        check(lab["transport"] == want_t and lab["eviction"] == "lru",
+              f"{w}: transport/eviction label {lab['transport']}/{lab['eviction']} (want {want_t}/lru)")
+        if a.transport == "auto":
+            check(p["transport"] == "auto", f"{w}: protocol transport {p['transport']} (want the request, auto)")
         check(lab.get("prefetch") == ("next_layer" if a.prefetch else "off"), w + ": prefetch label")
         check(lab["device"] == r["device"]["name"], w + ": device label")
         check(lab["executor"] not in ("", "UNKNOWN"), w + ": no executor name")
