@@ -241,9 +241,10 @@ typedef enum hz_transport {
                                    (capacity below the expert count) and the registration succeeds,
                                    else threaded (every expert resident: only the initial fill moves,
                                    which registering the whole region would not repay). Registration
-                                   pins the routed region in host memory; where the host refuses (a
-                                   device error, or out of memory, from that step) the cache is created
-                                   threaded instead and the log says why at HZ_LOG_INFO.
+                                   pins the routed region in host memory; where the registered cache
+                                   cannot be created for a device error or lack of memory (a host that
+                                   refuses the registration), it is created threaded instead and the
+                                   log says why at HZ_LOG_INFO; other errors are returned as they are.
                                    hz_cache_stats_json names the transport chosen ("transport") and
                                    "auto" as "transport_requested". The default stays serial (0). */
 } hz_transport;
