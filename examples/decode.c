@@ -380,8 +380,14 @@ int main(int argc, char **argv) {
         json_field(cache_json, "generation", generation, sizeof generation);
         json_field(cache_json, "publications", publications, sizeof publications);
         printf("cache:   hits %s, misses %s, H2D bytes %s, expert D2H bytes %s\n", hits, misses, h2d, d2h);
-        printf("         state %s, generation %s after %s publications (--json prints every counter)\n", state,
-               generation, publications);
+        char transport_used[32], transport_asked[32];
+        json_field(cache_json, "transport", transport_used, sizeof transport_used);
+        json_field(cache_json, "transport_requested", transport_asked, sizeof transport_asked);
+        printf("         state %s, generation %s after %s publications, transport %s%s%s%s\n", state, generation,
+               publications, transport_used, strcmp(transport_used, transport_asked) ? " (" : "",
+               strcmp(transport_used, transport_asked) ? transport_asked : "",
+               strcmp(transport_used, transport_asked) ? ")" : "");
+        printf("         (--json prints every counter)\n");
     }
     rc = 0;
 

@@ -38,7 +38,8 @@ grep -q '^prefill: 8 tokens in ' "$w/text.txt" || fail "no prefill line"
 grep -q "^decode:  $((N - 1)) steps in " "$w/text.txt" || fail "no decode line"
 grep -q '^cache:   hits [0-9]*, misses [1-9][0-9]*, H2D bytes [1-9][0-9]*, expert D2H bytes 0$' "$w/text.txt" ||
     fail "cache line: 4 of 8 resident must miss, and no expert crosses back to the host"
-grep -q '^         state OK, generation [0-9]* after [0-9]* publications' "$w/text.txt" || fail "no cache state line"
+grep -q '^         state OK, generation [0-9]* after [0-9]* publications, transport registered (auto)$' "$w/text.txt" ||
+    fail "no cache state line naming the transport auto chose"
 
 # 2. --json: one JSON object last, with the same tokens and the cache's counters
 "$decode" "$m" --device cpu --resident 4 --tokens $N --prompt "$P" --json >"$w/j4.txt"
