@@ -383,10 +383,10 @@ int main(int argc, char **argv) {
         char transport_used[32], transport_asked[32];
         json_field(cache_json, "transport", transport_used, sizeof transport_used);
         json_field(cache_json, "transport_requested", transport_asked, sizeof transport_asked);
-        printf("         state %s, generation %s after %s publications, transport %s%s%s%s\n", state, generation,
-               publications, transport_used, strcmp(transport_used, transport_asked) ? " (" : "",
-               strcmp(transport_used, transport_asked) ? transport_asked : "",
-               strcmp(transport_used, transport_asked) ? ")" : "");
+        char asked[40] = ""; /* " (auto)" when the cache chose the transport */
+        if (strcmp(transport_used, transport_asked) != 0) snprintf(asked, sizeof asked, " (%s)", transport_asked);
+        printf("         state %s, generation %s after %s publications, transport %s%s\n", state, generation,
+               publications, transport_used, asked);
         printf("         (--json prints every counter)\n");
     }
     rc = 0;

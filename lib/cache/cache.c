@@ -6,7 +6,6 @@
  * generation continue; it publishes by swapping `current` under `mu`. Generations are immutable once
  * published; a lease pins the generation it was taken on. */
 #include <cjson/cJSON.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,18 +251,11 @@ static int validate_placement(const hz_cache_options *o, uint32_t layers, uint32
     return st;
 }
 
-static int cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_options *opts, hz_cache **out) {
-    if (out) *out = NULL;
-    if (!backing || !device || !out) return hz_error(HZ_EINVAL, "hz_cache_create: backing, device and out must not be NULL");
-    hz_cache_options o;
-    hz_cache_options_init(&o);
-    if (opts) {
-        if (opts->struct_size < sizeof(uint32_t))
-            return hz_error(HZ_EINVAL, "hz_cache_create: options struct_size %u too small", opts->struct_size);
-        size_t n = opts->struct_size < sizeof o ? opts->struct_size : sizeof o;
-        memcpy(&o, opts, n);
-        o.struct_size = sizeof o;
-    }
+/* The cache for options `o`, already merged with the defaults (hz_cache_create), with a concrete
+ * transport. */
+static int cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_options *merged,
+                        hz_cache **out) {
+    const hz_cache_options o = *merged;
     const hz_model_config *cfg = hz_backing_config(backing);
     const hz_expert_layout *layout = hz_backing_expert_layout(backing);
     if (!cfg || !layout) return hz_error(HZ_EINVAL, "hz_cache_create: backing has no model config or expert layout");
@@ -463,18 +455,23 @@ static int cache_create(hz_host_backing *backing, hz_device *device, const hz_ca
     return HZ_OK;
 }
 
-/* HZ_TRANSPORT_AUTO: registered where experts will miss, threaded at full residency, and threaded when
- * the registered cache cannot be made for a reason of the host's (a device error or out of memory:
- * registration pins the whole routed region). Every other request goes to cache_create as it is. */
+/* Merges the caller's options with the defaults, then creates the cache. HZ_TRANSPORT_AUTO: registered
+ * where experts will miss, threaded at full residency, and threaded when the registered cache cannot be
+ * made for a reason of the host's (a device error or out of memory: registration pins the whole routed
+ * region). */
 int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_options *opts, hz_cache **out) {
-    const size_t transport_end = offsetof(hz_cache_options, transport) + sizeof opts->transport;
-    if (!opts || opts->struct_size < transport_end || opts->transport != HZ_TRANSPORT_AUTO || !backing || !device ||
-        !out)
-        return cache_create(backing, device, opts, out);
+    if (out) *out = NULL;
+    if (!backing || !device || !out) return hz_error(HZ_EINVAL, "hz_cache_create: backing, device and out must not be NULL");
     hz_cache_options o;
     hz_cache_options_init(&o);
-    memcpy(&o, opts, opts->struct_size < sizeof o ? opts->struct_size : sizeof o);
-    o.struct_size = sizeof o;
+    if (opts) {
+        if (opts->struct_size < sizeof(uint32_t))
+            return hz_error(HZ_EINVAL, "hz_cache_create: options struct_size %u too small", opts->struct_size);
+        size_t n = opts->struct_size < sizeof o ? opts->struct_size : sizeof o;
+        memcpy(&o, opts, n);
+        o.struct_size = sizeof o;
+    }
+    if (o.transport != HZ_TRANSPORT_AUTO) return cache_create(backing, device, &o, out);
     const hz_model_config *cfg = hz_backing_config(backing);
     const uint32_t experts = cfg ? cfg->experts : 0;
     o.transport = o.capacity != 0 && o.capacity < experts ? HZ_TRANSPORT_REGISTERED : HZ_TRANSPORT_THREADED;
