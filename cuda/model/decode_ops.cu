@@ -139,7 +139,6 @@ __device__ __forceinline__ void route_rows(const dgemv_params &p, uint32_t lane,
     const uint32_t E = a.seg[0].rows;
     float *pr = route_probs(a, xs);
     if (a.tags) { /* every router row's word carries this launch's tag: poll them, no ticket, no fence */
-        float mx = -INFINITY;
         for (uint32_t b = 0; b < E; b += 2u * kWarp) { /* two words per lane in flight per round */
             const uint32_t e0 = b + lane, e1 = e0 + kWarp;
             uint32_t t0 = tag, t1 = tag;
@@ -147,17 +146,11 @@ __device__ __forceinline__ void route_rows(const dgemv_params &p, uint32_t lane,
                 if (e0 < E) t0 = ld_relaxed_gpu(a.tags + e0);
                 if (e1 < E) t1 = ld_relaxed_gpu(a.tags + e1);
             } while (!__all_sync(0xffffffffu, (t0 >> 16) == (tag >> 16) && (t1 >> 16) == (tag >> 16)));
-            if (e0 < E) {
-                pr[e0] = h2f((uint16_t)t0);
-                mx = fmaxf(mx, pr[e0]);
-            }
-            if (e1 < E) {
-                pr[e1] = h2f((uint16_t)t1);
-                mx = fmaxf(mx, pr[e1]);
-            }
+            if (e0 < E) pr[e0] = h2f((uint16_t)t0);
+            if (e1 < E) pr[e1] = h2f((uint16_t)t1);
         }
         __syncwarp();
-        route_warp_select(pr, warp_max(mx), E, a.top_k, a.norm_topk, a.ids_out, a.w_out, table, a.rows_out,
+        route_warp_select(pr, E, a.top_k, a.norm_topk, a.ids_out, a.w_out, table, a.rows_out,
                           route_host(a));
     } else {
         __threadfence(); /* after the ticket: every router row's store is visible before the logits are read */

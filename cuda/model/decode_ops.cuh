@@ -240,6 +240,12 @@ int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, const hz_kl
  * against the above (HZ_EINVAL); HZ_EUNSUPPORTED where dev->clusters is 0. */
 #define HZ_DECODE_CLUSTER_ROWS 256u
 int hz_decode_router_cluster(const hz_dgemv_args *a, const hz_decode_dev *dev, const hz_klaunch *k);
+/* For tests: routes E FP16 logits (device memory) in one block, as the router cluster's block 0 does after
+ * its barrier: with the one-warp routing that block uses for E <= 64 (warp64 = 1; E <= 64 required) or
+ * with the whole block's route_block (warp64 = 0), into ids[K] and w[K] (device memory). Both must
+ * choose the same experts with the same weights bit for bit. HZ_EINVAL for sizes out of range. */
+int hz_decode_route_logits(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, int warp64, uint32_t *ids,
+                           float *w, void *stream);
 /* Whether the device current on the calling thread can launch hz_decode_router_cluster (sets
  * hz_decode_dev.clusters through hz_decode_device_info). */
 int hz_decode_router_cluster_supported(uint32_t *out);

@@ -5,7 +5,7 @@
  * GEMV of 8 blocks and then a one-block kernel that reads the 64 logits back and routes: two kernel
  * boundaries and a round trip through L2 for 128 bytes. In a cluster the blocks hand their logits to
  * block 0's shared memory directly (distributed shared memory) and one hardware barrier orders them,
- * so block 0 routes as soon as the last row is done. Each block holds its first rows' weights in
+ * so block 0 routes as soon as the last row is done (with one warp, route_warp64, up to 64 experts). Each block holds its first rows' weights in
  * registers before the dependency wait, exactly as the general GEMV does, and adds the same chunks in
  * the same order (decode_gemv.cuh), so the logits and the routing are bit-identical to the two
  * kernels'. */
@@ -23,6 +23,9 @@ namespace cg = cooperative_groups;
 namespace {
 
 constexpr uint32_t kClusterMax = 8; /* the portable cluster size: no opt-in attribute needed */
+#ifndef HZ_ROUTE_WARP64
+#define HZ_ROUTE_WARP64 1 /* A/B builds: 0 routes with the whole block (route_block) */
+#endif
 
 /* Cluster barrier halves (PTX barrier.cluster). arrive_relaxed + wait at the start only says that
  * every block of the cluster runs (required before another block's shared memory is written);
@@ -98,6 +101,18 @@ __global__ void __launch_bounds__(kGemvThreads) router_cluster_kernel(const __gr
     cluster_arrive_release();
     cluster_wait();
     if (blockIdx.x != 0) return; /* nobody reads the other blocks' shared memory */
+    if (E <= 64u && HZ_ROUTE_WARP64) { /* one warp routes; the block's other warps are done */
+        if (warp != 0) return;
+        if (lane == 0) HZ_TL_MARK(1);
+        route_warp64(lg, E, a.top_k, a.norm_topk, a.ids_out, a.w_out, a.table ? tab : nullptr, a.rows_out,
+                     route_host(a));
+        if (lane == 0) HZ_TL_MARK(2);
+        if (a.gate_on) { /* the experts' gate (hz_dgemv_args.gate): the warp's own ids, after its barrier */
+            __syncwarp();
+            gate_pass(a.gate, lane);
+        }
+        return;
+    }
     if (threadIdx.x == 0) HZ_TL_MARK(1);
     route_block(lg, E, a.top_k, a.norm_topk, a.ids_out, a.w_out, a.table ? tab : nullptr, a.rows_out, prob,
                 route_host(a));
@@ -109,9 +124,36 @@ __global__ void __launch_bounds__(kGemvThreads) router_cluster_kernel(const __gr
 #endif
 }
 
+/* hz_decode_route_logits: one block of kGemvThreads, the logits copied into shared memory as the
+ * cluster's blocks store them. */
+__global__ void __launch_bounds__(kGemvThreads) route_logits_kernel(const uint16_t *logits, uint32_t E, uint32_t K,
+                                                                    int norm_topk, int warp64, uint32_t *ids,
+                                                                    float *w) {
+    __shared__ SharedLogit lg[HZ_DECODE_CLUSTER_ROWS];
+    __shared__ float prob[2 * HZ_DECODE_CLUSTER_ROWS];
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) lg[e].bits = logits[e];
+    __syncthreads();
+    if (!warp64)
+        route_block(lg, E, K, norm_topk, ids, w, nullptr, nullptr, prob);
+    else if (threadIdx.x < kWarp)
+        route_warp64(lg, E, K, norm_topk, ids, w, nullptr, nullptr);
+}
+
 } // namespace
 
 HZ_TL_HOST(router)
+
+extern "C" int hz_decode_route_logits(const uint16_t *logits, uint32_t E, uint32_t K, int norm_topk, int warp64,
+                                      uint32_t *ids, float *w, void *stream) {
+    if (!logits || !ids || !w) return hz_error(HZ_EINVAL, "decode route logits: NULL argument");
+    if (E == 0 || E > (warp64 ? 64u : HZ_DECODE_CLUSTER_ROWS) || K == 0 || K > E || K > kRouteMaxK)
+        return hz_error(HZ_EINVAL, "decode route logits: %u experts, top-%u (%s)", E, K,
+                        warp64 ? "one warp: at most 64 experts" : "one block");
+    route_logits_kernel<<<1, kGemvThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, E, K, norm_topk, warp64,
+                                                                                   ids, w);
+    const cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the route-logits kernel");
+}
 
 extern "C" int hz_decode_router_cluster_supported(uint32_t *out) {
     *out = 0;

@@ -166,28 +166,32 @@ __device__ __forceinline__ uint32_t argmax_of_blocks(const float *bval, const ui
  * equal logits: the lower id, as forward.c), so the ranking needs neither the exponentials nor their
  * sum and runs beside them; the weights are the probabilities of the chosen experts. */
 
-/* 1 / sum of the E exponentials, added in expert order by one thread (as forward.c). Eight values are
- * read ahead of their adds: a loop that waits on each shared-memory load made the router tail ~3 us
- * slower at 64 experts than at 16 (bench_model_ops --step, H200, 2026-11-29). The adds stay in order. */
-__device__ __forceinline__ float route_inv_sum(const float *p, uint32_t E) {
+/* The router's softmax over E values p[] by ONE warp (every lane calls it): the maximum, ex[e] =
+ * expf(p[e] - max) (ex may be p: each lane rewrites only the values it read), and 1 / their sum, the
+ * same in every lane. The sum's order is fixed (doc/numerics.md): lane l adds e = l, l + 32, ... in
+ * that order, then the 32 lane sums meet by xor butterflies (distance 16, 8, 4, 2, 1; a + b and b + a
+ * are the same float, so every lane ends with the same bits); forward.c adds in this order too. It
+ * replaced one thread adding the exponentials in expert order (923 cycles at 64 experts, clock64, H200,
+ * 2026-11-30), which route_warp64 could not have taken in registers. */
+__device__ __forceinline__ float route_softmax_warp(const float *p, float *ex, uint32_t E, uint32_t lane) {
+    float mx = -INFINITY;
+    for (uint32_t e = lane; e < E; e += kWarp) mx = fmaxf(mx, p[e]);
+    mx = warp_max(mx);
     float sum = 0.0f;
-    uint32_t e = 0;
-    for (; e + 8u <= E; e += 8u) {
-        float v[8];
-#pragma unroll
-        for (int i = 0; i < 8; i++) v[i] = p[e + i];
-#pragma unroll
-        for (int i = 0; i < 8; i++) sum += v[i];
+    for (uint32_t e = lane; e < E; e += kWarp) {
+        const float v = expf(p[e] - mx);
+        ex[e] = v;
+        sum += v;
     }
-    for (; e < E; e++) sum += p[e];
-    return 1.0f / sum;
+    return 1.0f / warp_sum(sum);
 }
 
 /* A router logit as a ranking key: NaN ranks as -inf. */
 __device__ __forceinline__ float route_key(float v) { return v == v ? v : -INFINITY; }
 
 /* How many of experts [o0, o1) rank above expert e, whose key is kv: a larger logit, or an equal one
- * with a lower id. Eight loads ahead of their compares, as in route_inv_sum. */
+ * with a lower id. Eight loads ahead of their compares: a loop that waits on each shared-memory load made
+ * the router tail ~3 us slower at 64 experts than at 16 (bench_model_ops --step, H200, 2026-11-29). */
 __device__ __forceinline__ uint32_t route_count_above(const float *lg, uint32_t o0, uint32_t o1, uint32_t e, float kv) {
     uint32_t rank = 0, o = o0;
     for (; o + 8u <= o1; o += 8u) {
@@ -204,15 +208,22 @@ __device__ __forceinline__ uint32_t route_count_above(const float *lg, uint32_t 
     return rank;
 }
 
+/* Expert e chosen at rank `rank`: sel_id[rank] = e, and bit e of the chosen set (sel_bits, one bit per
+ * expert, zeroed before the ranking), from which route_write finds each id's place in id order. */
+__device__ __forceinline__ void route_choose(uint32_t e, uint32_t rank, uint32_t *sel_id, uint32_t *sel_bits) {
+    sel_id[rank] = e;
+    atomicOr(sel_bits + (e >> 5), 1u << (e & 31u));
+}
+
 /* The top-k of the CPU's insertion rule (strict >, so ties keep the lower id), i.e. the k largest by
- * (logit descending, id ascending): each thread ranks its experts against all others; sel_id[rank] = e
- * for the K first. A NaN logit ranks as -inf: the ranks stay a permutation, so every chosen slot is
- * written and every id is a valid expert. */
+ * (logit descending, id ascending): each thread ranks its experts against all others; the K first are
+ * chosen (route_choose). A NaN logit ranks as -inf: the ranks stay a permutation, so every chosen slot
+ * is written and every id is a valid expert. */
 __device__ __forceinline__ void route_rank(const float *lg, uint32_t E, uint32_t K, uint32_t t, uint32_t n,
-                                           uint32_t *sel_id) {
+                                           uint32_t *sel_id, uint32_t *sel_bits) {
     for (uint32_t e = t; e < E; e += n) {
         const uint32_t rank = route_count_above(lg, 0, E, e, route_key(lg[e]));
-        if (rank < K) sel_id[rank] = e;
+        if (rank < K) route_choose(e, rank, sel_id, sel_bits);
     }
 }
 
@@ -224,18 +235,18 @@ __device__ __forceinline__ void route_rank(const float *lg, uint32_t E, uint32_t
  * 2.87 (kernel timeline, H200, 2026-11-30). Every thread of the n must call it (the shuffle), and the
  * n threads must be whole warps. */
 __device__ __forceinline__ void route_rank_split(const float *lg, uint32_t E, uint32_t K, uint32_t t, uint32_t n,
-                                                 uint32_t *sel_id) {
+                                                 uint32_t *sel_id, uint32_t *sel_bits) {
     uint32_t parts = 1;
     while (parts < 8u && 2u * parts * E <= n) parts *= 2u;
     if (parts == 1u) {
-        route_rank(lg, E, K, t, n, sel_id);
+        route_rank(lg, E, K, t, n, sel_id, sel_bits);
         return;
     }
     const uint32_t e = t / parts, q = t % parts, span = (E + parts - 1u) / parts;
     uint32_t rank = 0;
     if (e < E) rank = route_count_above(lg, q * span, min(E, (q + 1u) * span), e, route_key(lg[e]));
     for (uint32_t m = 1; m < parts; m <<= 1) rank += __shfl_xor_sync(0xffffffffu, rank, m);
-    if (e < E && q == 0 && rank < K) sel_id[rank] = e;
+    if (e < E && q == 0 && rank < K) route_choose(e, rank, sel_id, sel_bits);
 }
 
 /* Where a decode router also leaves its selection for the host (hz_dgemv_args.host_*): all NULL for
@@ -256,24 +267,23 @@ __device__ __forceinline__ void route_publish_host(const RouteHost &hh) {
 }
 
 /* ids_out[k], w_out[k] sorted by id (the executor's order) and, with a table, rows_out[k] = table[id].
- * The weight of the expert ranked k is its probability ex[id] * inv (the exponential times 1 / their
- * sum, the product the CPU's softmax stores). With norm_topk each weight is divided by the sum of the
- * chosen ones, added in rank order as the CPU does: every writing thread adds them itself (the same adds
- * in the same order, so the same sum), which spares a barrier between one thread's sum and the others'
- * divisions. */
-__device__ __forceinline__ void route_write(const uint32_t *sel_id, const float *ex, float inv, uint32_t K,
-                                            int norm_topk, uint32_t t, uint32_t n, uint32_t *ids_out, float *w_out,
-                                            const void *const *table, const void **rows_out,
-                                            const RouteHost &hh = RouteHost{}) {
+ * An id's place in that order is the number of chosen ids below it, counted in sel_bits. The weight of
+ * the expert ranked k is its probability ex[id] * inv (the exponential times 1 / their sum, the product
+ * the CPU's softmax stores). With norm_topk each weight is divided by the sum of the chosen ones, added
+ * in rank order as the CPU does: every writing thread adds them itself (the same adds in the same order,
+ * so the same sum), which spares a barrier between one thread's sum and the others' divisions. */
+__device__ __forceinline__ void route_write(const uint32_t *sel_id, const uint32_t *sel_bits, const float *ex,
+                                            float inv, uint32_t K, int norm_topk, uint32_t t, uint32_t n,
+                                            uint32_t *ids_out, float *w_out, const void *const *table,
+                                            const void **rows_out, const RouteHost &hh = RouteHost{}) {
     for (uint32_t k = t; k < K; k += n) {
         const uint32_t id = sel_id[k];
-        uint32_t at = 0;
+        uint32_t at = __popc(sel_bits[id >> 5] & ((1u << (id & 31u)) - 1u));
+        for (uint32_t w = 0; w < (id >> 5); w++) at += __popc(sel_bits[w]);
         float sum = 0.0f;
-        for (uint32_t o = 0; o < K; o++) {
-            at += sel_id[o] < id;
-            if (norm_topk) sum += ex[sel_id[o]] * inv;
-        }
-        const float v = ex[id] * inv;
+        if (norm_topk)
+            for (uint32_t o = 0; o < K; o++) sum += __fmul_rn(ex[sel_id[o]], inv); /* no FMA, as forward.c */
+        const float v = __fmul_rn(ex[id], inv);
         const float w = norm_topk ? v / sum : v;
         ids_out[at] = id;
         w_out[at] = w;
@@ -299,38 +309,36 @@ struct SharedLogit {
 __device__ __forceinline__ float route_logit(const SharedLogit *logits, uint32_t e) { return h2f(logits[e].bits); }
 
 /* Router over E logits (FP16, or FP32 rounded to FP16: route_logit), run by ONE block (any size that
- * is a multiple of 32): softmax in FP32 with the sum added in expert order by one thread, the top-k on
- * the logits, and the optional renormalisation above. Writes ids_out[k], w_out[k] sorted by id and, when
- * `table` is given, rows_out[k] = table[id]. `p` is shared memory for 2 x E floats: the logits, then
- * the exponentials.
- * Warp 0 finds the maximum, forms the exponentials and (lane 0) their sum, while the other warps rank
- * the logits; one barrier, then the weights are written. In a block of one warp the warp ranks first.
- * Before, the ranking waited for the sum: in the router cluster's block 0 (OLMoE, H200, 2026-11-30,
- * clock64 per barrier) the maximum and exponentials took 503 cycles, the sum 923 and the ranking 1,507,
- * one after the other. */
+ * is a multiple of 32): softmax in FP32 (route_softmax_warp), the top-k on the logits, and the optional
+ * renormalisation above. Writes ids_out[k], w_out[k] sorted by id and, when `table` is given,
+ * rows_out[k] = table[id]. `p` is shared memory for 2 x E floats: the logits, then the exponentials.
+ * Warp 0 forms the exponentials and their sum while the other warps rank the logits; one barrier, then
+ * the weights are written. In a block of one warp the warp ranks first. */
 template <typename Logit>
 __device__ void route_block(const Logit *logits, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
                             float *w_out, const void *const *table, const void **rows_out, float *p,
                             const RouteHost &hh = RouteHost{}) {
     __shared__ uint32_t sel_id[kRouteMaxK];
+    __shared__ uint32_t sel_bits[kRouteMaxExperts / 32u];
     __shared__ float inv_sum;
     float *ex = p + E;
     const uint32_t lane = threadIdx.x % kWarp;
     for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) p[e] = route_logit(logits, e);
+    for (uint32_t i = threadIdx.x; i < (E + 31u) / 32u; i += blockDim.x) sel_bits[i] = 0u;
     __syncthreads();
-    if (blockDim.x == kWarp) route_rank(p, E, K, lane, kWarp, sel_id);
-    if (threadIdx.x < kWarp) {
-        float mx = -INFINITY;
-        for (uint32_t e = lane; e < E; e += kWarp) mx = fmaxf(mx, p[e]);
-        mx = warp_max(mx);
-        for (uint32_t e = lane; e < E; e += kWarp) ex[e] = expf(p[e] - mx);
+    if (blockDim.x == kWarp) {
+        route_rank(p, E, K, lane, kWarp, sel_id, sel_bits);
         __syncwarp();
-        if (lane == 0) inv_sum = route_inv_sum(ex, E);
+    }
+    if (threadIdx.x < kWarp) {
+        const float inv = route_softmax_warp(p, ex, E, lane);
+        if (lane == 0) inv_sum = inv;
     } else {
-        route_rank_split(p, E, K, threadIdx.x - kWarp, blockDim.x - kWarp, sel_id);
+        route_rank_split(p, E, K, threadIdx.x - kWarp, blockDim.x - kWarp, sel_id, sel_bits);
     }
     __syncthreads();
-    route_write(sel_id, ex, inv_sum, K, norm_topk, threadIdx.x, blockDim.x, ids_out, w_out, table, rows_out, hh);
+    route_write(sel_id, sel_bits, ex, inv_sum, K, norm_topk, threadIdx.x, blockDim.x, ids_out, w_out, table,
+                rows_out, hh);
     if (hh.tag_out) {
         __syncthreads();
         if (threadIdx.x == 0) route_publish_host(hh);
@@ -341,20 +349,22 @@ __device__ void route_block(const Logit *logits, uint32_t E, uint32_t K, int nor
  * shared steps above), so both select identically. Lets the router GEMV route as soon as its last
  * router row is written, while its other blocks still stream the rest of the layer's rows. `p` is
  * shared memory for E floats owned by this warp.
- * route_warp_select: the steps after the logits (p[e] holds logit e, mx in every lane their maximum);
- * it ranks the logits, then replaces them by their exponentials;
+ * route_warp_select: the steps after the logits (p[e] holds logit e); it ranks the logits, then
+ * replaces them by their exponentials;
  * route_warp: reads the logits first. */
-__device__ void route_warp_select(float *p, float mx, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
+__device__ void route_warp_select(float *p, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
                                   float *w_out, const void *const *table, const void **rows_out,
                                   const RouteHost &hh = RouteHost{}) {
     __shared__ uint32_t sel_id[kRouteMaxK];
+    __shared__ uint32_t sel_bits[kRouteMaxExperts / 32u];
     const uint32_t lane = threadIdx.x % kWarp;
-    route_rank(p, E, K, lane, kWarp, sel_id);
-    __syncwarp(); /* every lane's ranking read the logits before they are replaced */
-    for (uint32_t e = lane; e < E; e += kWarp) p[e] = expf(p[e] - mx);
+    for (uint32_t i = lane; i < (E + 31u) / 32u; i += kWarp) sel_bits[i] = 0u;
     __syncwarp();
-    const float inv = __shfl_sync(0xffffffffu, lane == 0 ? route_inv_sum(p, E) : 0.0f, 0);
-    route_write(sel_id, p, inv, K, norm_topk, lane, kWarp, ids_out, w_out, table, rows_out, hh);
+    route_rank(p, E, K, lane, kWarp, sel_id, sel_bits);
+    __syncwarp(); /* every lane's ranking read the logits before they are replaced */
+    const float inv = route_softmax_warp(p, p, E, lane);
+    __syncwarp();
+    route_write(sel_id, sel_bits, p, inv, K, norm_topk, lane, kWarp, ids_out, w_out, table, rows_out, hh);
     if (hh.tag_out) {
         __syncwarp();
         if (lane == 0) route_publish_host(hh);
@@ -365,13 +375,98 @@ __device__ void route_warp(const uint16_t *logits, uint32_t E, uint32_t K, int n
                            float *w_out, const void *const *table, const void **rows_out, float *p,
                            const RouteHost &hh = RouteHost{}) {
     const uint32_t lane = threadIdx.x % kWarp;
-    float mx = -INFINITY;
-    for (uint32_t e = lane; e < E; e += kWarp) {
-        p[e] = h2f(__ldcg(logits + e));
-        mx = fmaxf(mx, p[e]);
-    }
+    for (uint32_t e = lane; e < E; e += kWarp) p[e] = h2f(__ldcg(logits + e));
     __syncwarp(); /* the ranking reads every lane's logits */
-    route_warp_select(p, warp_max(mx), E, K, norm_topk, ids_out, w_out, table, rows_out, hh);
+    route_warp_select(p, E, K, norm_topk, ids_out, w_out, table, rows_out, hh);
+}
+
+#ifndef HZ_ROUTE_WARP64_INLINE
+#define HZ_ROUTE_WARP64_INLINE __device__
+#endif
+
+/* An FP16 logit's bits as a 16-bit key that orders like route_key of its value: NaN as -inf, -0 as +0
+ * (the two compare equal, so they tie and the lower id wins), then the sign-magnitude bits flipped into
+ * an unsigned order. */
+__device__ __forceinline__ uint32_t route_key16(uint32_t h) {
+    if ((h & 0x7fffu) > 0x7c00u) h = 0xfc00u;
+    if (h == 0x8000u) h = 0u;
+    return (h & 0x8000u) ? (~h & 0xffffu) : (h | 0x8000u);
+}
+
+/* route_block's router for at most 64 experts, run by ONE warp with each lane's two experts (lane, lane
+ * + 32) in registers: the same choice (every expert's key is its logit's route_key16 above its id's
+ * complement, so a larger key is a larger logit or an equal one with a lower id, and an expert's rank is
+ * the number of keys above its own), the same exponentials and the same sum in the same order as
+ * route_softmax_warp, the same products and renormalisation as route_write; ballots of the chosen set
+ * give each id's place in id order. No block barrier and no shared-memory round trip per compare: in
+ * the router cluster's block 0 (OLMoE, H200, kernel timeline, 2026-12-01) the routing took 1.13 us
+ * instead of route_block's 1.70, and the step 0.590 instead of 0.592 ms at positions 32-96.
+ * E <= 64, K <= E; every lane of the warp calls it. */
+HZ_ROUTE_WARP64_INLINE void route_warp64(const SharedLogit *lg, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
+                             float *w_out, const void *const *table, const void **rows_out,
+                             const RouteHost &hh = RouteHost{}) {
+    __shared__ __align__(16) uint32_t keys[64];
+    __shared__ float sel_p[kRouteMaxK];
+    const uint32_t lane = threadIdx.x % kWarp, e[2] = {lane, lane + 32u};
+    const bool ok[2] = {e[0] < E, e[1] < E};
+    uint32_t key[2], rank[2] = {0u, 0u};
+    float v[2];
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        const uint32_t h = ok[j] ? lg[e[j]].bits : 0u;
+        key[j] = ok[j] ? route_key16(h) << 16 | (0xffffu - e[j]) : 0u; /* absent: below every expert */
+        v[j] = ok[j] ? h2f((uint16_t)h) : -INFINITY;
+        keys[e[j]] = key[j];
+    }
+    __syncwarp();
+    const uint4 *k4 = reinterpret_cast<const uint4 *>(keys);
+#pragma unroll
+    for (int i = 0; i < 16; i++) {
+        const uint4 q = k4[i];
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+            rank[j] += (q.x > key[j]) + (q.y > key[j]) + (q.z > key[j]) + (q.w > key[j]);
+    }
+    const float mx = warp_max(fmaxf(v[0], v[1]));
+    float x[2], sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        x[j] = ok[j] ? expf(v[j] - mx) : 0.0f;
+        if (ok[j]) sum += x[j];
+    }
+    const float inv = 1.0f / warp_sum(sum);
+    const bool sel[2] = {ok[0] && rank[0] < K, ok[1] && rank[1] < K};
+    const uint32_t b0 = __ballot_sync(0xffffffffu, sel[0]), b1 = __ballot_sync(0xffffffffu, sel[1]);
+    const uint32_t below = (1u << lane) - 1u;
+    const uint32_t at[2] = {(uint32_t)__popc(b0 & below), (uint32_t)(__popc(b0) + __popc(b1 & below))};
+    float p[2];
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        p[j] = __fmul_rn(x[j], inv);
+        if (norm_topk && sel[j]) sel_p[rank[j]] = p[j];
+    }
+    float tot = 0.0f;
+    if (norm_topk) { /* the chosen probabilities in rank order, as route_write adds them */
+        __syncwarp();
+        for (uint32_t o = 0; o < K; o++) tot += sel_p[o];
+    }
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        if (!sel[j]) continue;
+        const float w = norm_topk ? p[j] / tot : p[j];
+        ids_out[at[j]] = e[j];
+        w_out[at[j]] = w;
+        if (table) rows_out[at[j]] = table[e[j]];
+        if (hh.ids) {
+            hh.ids[at[j]] = e[j];
+            hh.w[at[j]] = w;
+            __threadfence_system(); /* this writer's host stores before the tag (route_publish_host) */
+        }
+    }
+    if (hh.tag_out) {
+        __syncwarp();
+        if (lane == 0) route_publish_host(hh);
+    }
 }
 
 } // namespace

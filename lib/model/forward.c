@@ -94,6 +94,26 @@ static void softmax(float *x, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) x[i] *= inv;
 }
 
+/* The router's softmax over n FP32 values in place: the same maximum and expf as softmax(), with the
+ * sum added in the GPU's fixed order (doc/numerics.md): lane l of 32 adds values l, l + 32, ... in that
+ * order, then the 32 lane sums meet pairwise at distances 16, 8, 4, 2, 1 (lane l adds lane l ^ d;
+ * a + b and b + a are the same float, so every lane holds the same sum), as a warp's xor butterflies do. */
+static void router_softmax(float *x, uint32_t n) {
+    float m = x[0], lanes[32] = {0}, next[32];
+    for (uint32_t i = 1; i < n; i++)
+        if (x[i] > m) m = x[i];
+    for (uint32_t i = 0; i < n; i++) {
+        x[i] = expf(x[i] - m);
+        lanes[i % 32u] += x[i];
+    }
+    for (uint32_t d = 16; d > 0; d >>= 1) {
+        for (uint32_t l = 0; l < 32; l++) next[l] = lanes[l] + lanes[l ^ d];
+        memcpy(lanes, next, sizeof lanes);
+    }
+    float inv = 1.0f / lanes[0];
+    for (uint32_t i = 0; i < n; i++) x[i] *= inv;
+}
+
 /* ---------------------------------------------------------------------------------------------------
  * Run state
  * ------------------------------------------------------------------------------------------------- */
@@ -338,7 +358,7 @@ static int moe(hz_session *s, uint32_t l, uint32_t T) {
         uint32_t *ids = rs->topk_ids + (size_t)t * K;
         float *tw = rs->topk_w + (size_t)t * K;
         topk(p, E, K, ids, tw);
-        softmax(p, E);
+        router_softmax(p, E);
         for (uint32_t k = 0; k < K; k++) tw[k] = p[ids[k]];
         if (c->norm_topk_prob) {
             float sum = 0.0f;

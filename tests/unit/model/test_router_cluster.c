@@ -62,10 +62,11 @@ static void *dev_f16(uint32_t n, float scale, float base) {
 }
 
 /* The router on the host from the device's FP16 logits, in forward.c's order: the K largest logits (ties
- * to the lower id), softmax in FP32 with the sum added in expert order, the chosen experts'
- * probabilities, optionally renormalised in rank order; ids ascending with their weights (K <= 64). */
+ * to the lower id), softmax in FP32 with the sum added in 32 lanes that meet by xor butterflies
+ * (doc/numerics.md), the chosen experts' probabilities, optionally renormalised in rank order; ids
+ * ascending with their weights (K <= 64). */
 static void host_route(const uint16_t *lg, uint32_t E, uint32_t K, int norm, uint32_t *ids, float *w) {
-    float mx = -INFINITY, sum = 0.0f, p[256], sel[64];
+    float mx = -INFINITY, p[256], sel[64], lanes[32] = {0}, next[32];
     uint32_t sid[64];
     for (uint32_t k = 0; k < K; k++) {
         uint32_t best = E;
@@ -77,8 +78,12 @@ static void host_route(const uint16_t *lg, uint32_t E, uint32_t K, int norm, uin
         sid[k] = best;
     }
     for (uint32_t e = 0; e < E; e++) mx = fmaxf(mx, hz_f16_to_f32(lg[e]));
-    for (uint32_t e = 0; e < E; e++) sum += p[e] = expf(hz_f16_to_f32(lg[e]) - mx);
-    for (uint32_t e = 0; e < E; e++) p[e] *= 1.0f / sum;
+    for (uint32_t e = 0; e < E; e++) lanes[e % 32u] += p[e] = expf(hz_f16_to_f32(lg[e]) - mx);
+    for (uint32_t d = 16; d > 0; d >>= 1) {
+        for (uint32_t l = 0; l < 32; l++) next[l] = lanes[l] + lanes[l ^ d];
+        memcpy(lanes, next, sizeof lanes);
+    }
+    for (uint32_t e = 0; e < E; e++) p[e] *= 1.0f / lanes[0];
     for (uint32_t k = 0; k < K; k++) sel[k] = p[sid[k]];
     if (norm) {
         float s = 0.0f;
@@ -283,6 +288,91 @@ static void check_refusals(const hz_decode_dev *dev, cudaStream_t stream) {
     if (all) printf("router cluster: bad arguments refused (HZ_EINVAL), no clusters refused (HZ_EUNSUPPORTED)\n");
 }
 
+/* The router cluster's one-warp routing (E <= 64) against the block routing it replaced, on crafted
+ * FP16 logits: every logit tied, +0 against -0 (equal: the lower id wins), -inf entries, subnormals,
+ * a few values repeated many times, distinct values; top-1, 2, 8 and all of them; with and without the
+ * renormalisation. Both must write the same ids and weight bits, and agree with the host's router. */
+static void craft(uint32_t kind, uint32_t E, uint32_t seed, uint16_t *lg) {
+    uint32_t r = seed * 2654435761u + 12345u;
+    for (uint32_t e = 0; e < E; e++) {
+        r = r * 1664525u + 1013904223u;
+        const float u = (float)(r >> 8) / 16777216.0f; /* [0, 1) */
+        switch (kind) {
+        case 0: lg[e] = 0x3c00u; break;                                          /* all 1.0 */
+        case 1: lg[e] = (e % 2u) ? 0x8000u : 0x0000u; break;                     /* -0 and +0 */
+        case 2: lg[e] = (e % 2u) ? hz_f32_to_f16(8.0f * u - 4.0f) : 0xfc00u; break; /* -inf and finite */
+        case 3: lg[e] = (uint16_t)((e % 3u == 0 ? 0x8000u : 0u) | (1u + (r >> 28))); break; /* subnormals */
+        case 4: lg[e] = hz_f32_to_f16((float)(r >> 29) * 0.25f - 1.0f); break;  /* eight values, repeated */
+        default: lg[e] = hz_f32_to_f16(16.0f * u - 8.0f); break;                 /* mostly distinct */
+        }
+    }
+    if (kind == 1) { /* a few larger ones, the rest tied at zero of either sign */
+        lg[E - 1] = 0x3800u;
+        lg[E / 2u] = 0x3800u;
+        lg[1] = 0x3400u;
+    }
+}
+
+static void check_crafted(cudaStream_t stream) {
+    static const uint32_t Es[] = {8, 33, 60, 64};
+    uint16_t *dlg = NULL;
+    uint32_t *dids[2] = {NULL, NULL};
+    float *dw[2] = {NULL, NULL};
+    int ok = !dev_alloc((void **)&dlg, 64u * 2u);
+    for (int v = 0; v < 2 && ok; v++) ok = !dev_alloc((void **)&dids[v], 64u * 4u) && !dev_alloc((void **)&dw[v], 64u * 4u);
+    if (!ok) FAILF("crafted logits: device buffers");
+    int runs = 0;
+    for (uint32_t ei = 0; ok && ei < sizeof Es / sizeof Es[0]; ei++)
+        for (uint32_t kind = 0; ok && kind < 6; kind++)
+            for (uint32_t ki = 0; ok && ki < 4; ki++)
+                for (int norm = 0; ok && norm < 2; norm++) {
+                    const uint32_t E = Es[ei], K = ki == 3 ? E : (ki == 2 ? 8u : ki + 1u);
+                    if (K > E) continue;
+                    uint16_t lg[64];
+                    craft(kind, E, ei * 7u + kind, lg);
+                    uint32_t ids[2][64];
+                    float w[2][64];
+                    ok = cudaMemcpy(dlg, lg, E * 2u, cudaMemcpyHostToDevice) == cudaSuccess;
+                    for (int v = 0; v < 2 && ok; v++) {
+                        ok = cudaMemset(dids[v], 0xff, 64u * 4u) == cudaSuccess && cudaMemset(dw[v], 0xff, 64u * 4u) == cudaSuccess;
+                        if (ok && hz_decode_route_logits(dlg, E, K, norm, v, dids[v], dw[v], stream) != HZ_OK) {
+                            FAILF("crafted logits: %s", hz_last_error_message());
+                            ok = 0;
+                        }
+                        ok = ok && cudaStreamSynchronize(stream) == cudaSuccess &&
+                             cudaMemcpy(ids[v], dids[v], K * 4u, cudaMemcpyDeviceToHost) == cudaSuccess &&
+                             cudaMemcpy(w[v], dw[v], K * 4u, cudaMemcpyDeviceToHost) == cudaSuccess;
+                    }
+                    if (!ok) {
+                        FAILF("crafted logits: E %u kind %u: device call", E, kind);
+                        break;
+                    }
+                    runs++;
+                    if (memcmp(ids[0], ids[1], K * 4u) != 0 || memcmp(w[0], w[1], K * 4u) != 0) {
+                        FAILF("crafted logits E %u kind %u top-%u norm %d: the warp and the block differ (first ids %u / %u, "
+                              "weights %.9g / %.9g)", E, kind, K, norm, ids[1][0], ids[0][0], w[1][0], w[0][0]);
+                        continue;
+                    }
+                    uint32_t want[64];
+                    float want_w[64];
+                    host_route(lg, E, K, norm, want, want_w);
+                    for (uint32_t k = 0; k < K; k++)
+                        if (ids[1][k] != want[k] || !(fabsf(w[1][k] - want_w[k]) <= 1e-6f * fabsf(want_w[k]))) {
+                            FAILF("crafted logits E %u kind %u top-%u norm %d: slot %u holds expert %u weight %.9g, the host "
+                                  "chose %u weight %.9g", E, kind, K, norm, k, ids[1][k], w[1][k], want[k], want_w[k]);
+                            break;
+                        }
+                }
+    if (ok && runs < 150) FAILF("crafted logits: only %d runs", runs);
+    cudaFree(dlg);
+    for (int v = 0; v < 2; v++) {
+        cudaFree(dids[v]);
+        cudaFree(dw[v]);
+    }
+    if (hz_decode_route_logits(dlg, 65, 8, 0, 1, dids[0], dw[0], stream) != HZ_EINVAL)
+        FAILF("crafted logits: 65 experts for one warp were not refused");
+}
+
 int main(void) {
     cudaStream_t stream;
     hz_decode_dev dev;
@@ -309,6 +399,7 @@ int main(void) {
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shape(&shapes[i], &dev, stream);
     check_refusals(&dev, stream);
+    check_crafted(stream);
     cudaStreamDestroy(stream);
     if (g_failures) {
         printf("router_cluster: %d failure(s)\n", g_failures);
