@@ -23,9 +23,6 @@ namespace cg = cooperative_groups;
 namespace {
 
 constexpr uint32_t kClusterMax = 8; /* the portable cluster size: no opt-in attribute needed */
-#ifndef HZ_ROUTE_WARP64
-#define HZ_ROUTE_WARP64 1 /* A/B builds: 0 routes with the whole block (route_block) */
-#endif
 
 /* Cluster barrier halves (PTX barrier.cluster). arrive_relaxed + wait at the start only says that
  * every block of the cluster runs (required before another block's shared memory is written);
@@ -101,7 +98,7 @@ __global__ void __launch_bounds__(kGemvThreads) router_cluster_kernel(const __gr
     cluster_arrive_release();
     cluster_wait();
     if (blockIdx.x != 0) return; /* nobody reads the other blocks' shared memory */
-    if (E <= 64u && HZ_ROUTE_WARP64) { /* one warp routes; the block's other warps are done */
+    if (E <= 64u) { /* one warp routes; the block's other warps are done */
         if (warp != 0) return;
         if (lane == 0) HZ_TL_MARK(1);
         route_warp64(lg, E, a.top_k, a.norm_topk, a.ids_out, a.w_out, a.table ? tab : nullptr, a.rows_out,

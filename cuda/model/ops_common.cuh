@@ -380,10 +380,6 @@ __device__ void route_warp(const uint16_t *logits, uint32_t E, uint32_t K, int n
     route_warp_select(p, E, K, norm_topk, ids_out, w_out, table, rows_out, hh);
 }
 
-#ifndef HZ_ROUTE_WARP64_INLINE
-#define HZ_ROUTE_WARP64_INLINE __device__
-#endif
-
 /* An FP16 logit's bits as a 16-bit key that orders like route_key of its value: NaN as -inf, -0 as +0
  * (the two compare equal, so they tie and the lower id wins), then the sign-magnitude bits flipped into
  * an unsigned order. */
@@ -402,7 +398,7 @@ __device__ __forceinline__ uint32_t route_key16(uint32_t h) {
  * the router cluster's block 0 (OLMoE, H200, kernel timeline, 2026-12-01) the routing took 1.13 us
  * instead of route_block's 1.70, and the step 0.590 instead of 0.592 ms at positions 32-96.
  * E <= 64, K <= E; every lane of the warp calls it. */
-HZ_ROUTE_WARP64_INLINE void route_warp64(const SharedLogit *lg, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
+__device__ void route_warp64(const SharedLogit *lg, uint32_t E, uint32_t K, int norm_topk, uint32_t *ids_out,
                              float *w_out, const void *const *table, const void **rows_out,
                              const RouteHost &hh = RouteHost{}) {
     __shared__ __align__(16) uint32_t keys[64];

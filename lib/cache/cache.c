@@ -464,18 +464,13 @@ int hz_cache_create(hz_host_backing *backing, hz_device *device, const hz_cache_
     if (!backing || !device || !out) return hz_error(HZ_EINVAL, "hz_cache_create: backing, device and out must not be NULL");
     hz_cache_options o;
     hz_cache_options_init(&o);
-    if (opts) {
-        if (opts->struct_size < sizeof(uint32_t))
-            return hz_error(HZ_EINVAL, "hz_cache_create: options struct_size %u too small", opts->struct_size);
-        size_t n = opts->struct_size < sizeof o ? opts->struct_size : sizeof o;
-        memcpy(&o, opts, n);
-        o.struct_size = sizeof o;
-    }
+    int st = hz_options_merge(&o, sizeof o, opts, 0, "hz_cache_create");
+    if (st) return st;
     if (o.transport != HZ_TRANSPORT_AUTO) return cache_create(backing, device, &o, out);
     const hz_model_config *cfg = hz_backing_config(backing);
     const uint32_t experts = cfg ? cfg->experts : 0;
     o.transport = o.capacity != 0 && o.capacity < experts ? HZ_TRANSPORT_REGISTERED : HZ_TRANSPORT_THREADED;
-    int st = cache_create(backing, device, &o, out);
+    st = cache_create(backing, device, &o, out);
     if ((st == HZ_EDEVICE || st == HZ_ENOMEM) && o.transport == HZ_TRANSPORT_REGISTERED) {
         hz_log(HZ_LOG_INFO, "cache: transport auto: the registered transport failed (%s: %s); threaded instead",
                hz_status_name(st), hz_last_error_message());

@@ -96,6 +96,12 @@ int hz_env_u32(const char *name, uint32_t min, uint32_t max, uint32_t *out);
  * struct_size field itself) or above UINT32_MAX (struct_size could not hold it). */
 void hz_options_fill(void *dst, size_t size, const void *defaults, size_t known);
 
+/* The caller's options over the defaults already in `o` (`known` bytes, starting with the uint32_t
+ * struct_size): copies the first min(opts->struct_size, known) bytes of opts, then sets o's struct_size
+ * to `known`. opts NULL: o stays as it is. HZ_EINVAL, with "<who>: options struct_size N too small",
+ * when the caller's struct_size is below `min` (at least the struct_size field itself). */
+int hz_options_merge(void *o, size_t known, const void *opts, size_t min, const char *who);
+
 /* Monotonic clock in seconds. */
 double hz_now_seconds(void);
 

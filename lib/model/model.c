@@ -148,12 +148,8 @@ HZ_EXPORT int hz_model_create(hz_host_backing *backing, hz_device *device, hz_ca
         return hz_error(HZ_EINVAL, "hz_model_create: backing, device, cache and out must not be NULL");
     hz_model_options o;
     hz_model_options_init_sized(&o, sizeof o);
-    if (opts) {
-        if (opts->struct_size < sizeof(uint32_t))
-            return hz_error(HZ_EINVAL, "hz_model_create: options struct_size %u too small", opts->struct_size);
-        size_t n = opts->struct_size < sizeof o ? opts->struct_size : sizeof o;
-        memcpy(&o, opts, n);
-    }
+    int merged = hz_options_merge(&o, sizeof o, opts, 0, "hz_model_create");
+    if (merged) return merged;
     const char *executor = o.executor ? o.executor : "auto";
     const char *kind = compute_kind(device->be);
     const int gpu = HZ_GPU_PATH && strcmp(kind, "cuda") == 0;

@@ -59,14 +59,9 @@ void hz_sampler_free(hz_sampler *sp) {
 int hz_sampler_configure(hz_sampler *sp, const hz_sampler_options *opts) {
     hz_sampler_options o;
     hz_sampler_options_init(&o);
-    if (opts) {
-        if (opts->struct_size < offsetof(hz_sampler_options, temperature) + sizeof(float))
-            return hz_error(HZ_EINVAL, "sampler options: struct_size %u too small", opts->struct_size);
-        /* Copy only the fields the caller's struct has. */
-        size_t n = opts->struct_size < sizeof o ? opts->struct_size : sizeof o;
-        memcpy(&o, opts, n);
-        o.struct_size = (uint32_t)sizeof o;
-    }
+    int st = hz_options_merge(&o, sizeof o, opts, offsetof(hz_sampler_options, temperature) + sizeof(float),
+                              "sampler options");
+    if (st) return st;
     if (!(o.temperature >= 0.0f) || !isfinite(o.temperature))
         return hz_error(HZ_EINVAL, "sampler options: temperature %g must be finite and >= 0", (double)o.temperature);
     if (!(o.top_p > 0.0f && o.top_p <= 1.0f))

@@ -59,12 +59,8 @@ HZ_EXPORT int hz_session_create(hz_model *model, const hz_session_options *opts,
     if (!model || !out) return hz_error(HZ_EINVAL, "hz_session_create: model and out must not be NULL");
     hz_session_options o;
     hz_session_options_init(&o);
-    if (opts) {
-        if (opts->struct_size < sizeof(uint32_t))
-            return hz_error(HZ_EINVAL, "hz_session_create: options struct_size %u too small", opts->struct_size);
-        size_t n = opts->struct_size < sizeof o ? opts->struct_size : sizeof o;
-        memcpy(&o, opts, n);
-    }
+    int merged = hz_options_merge(&o, sizeof o, opts, 0, "hz_session_create");
+    if (merged) return merged;
     const hz_model_config *c = &model->cfg;
     uint32_t ctx = o.max_context ? o.max_context : c->max_pos;
     if (ctx > c->max_pos)

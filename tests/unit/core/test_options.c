@@ -207,8 +207,43 @@ static void test_compatibility_entry_points(void **state) {
     assert_null(mx.executor);
 }
 
+/* hz_options_merge: the caller's first struct_size bytes over the defaults, struct_size set to the
+ * library's size, a struct_size below the minimum refused with the caller's name in the message. */
+static void test_merge(void **state) {
+    (void)state;
+    unsigned char o[16], opts[16];
+    const uint32_t known = sizeof o;
+    memset(o, 0x11, sizeof o);
+    assert_int_equal(hz_options_merge(o, known, NULL, 0, "t"), HZ_OK); /* no options: the defaults stay */
+    for (size_t i = 0; i < sizeof o; i++) assert_int_equal(o[i], 0x11);
+
+    memset(opts, 0x22, sizeof opts);
+    uint32_t size = 12; /* an older, shorter struct: bytes 12..15 keep the defaults */
+    memcpy(opts, &size, sizeof size);
+    assert_int_equal(hz_options_merge(o, known, opts, 8, "t"), HZ_OK);
+    assert_int_equal(struct_size_of(o), known);
+    for (size_t i = 4; i < 12; i++) assert_int_equal(o[i], 0x22);
+    for (size_t i = 12; i < sizeof o; i++) assert_int_equal(o[i], 0x11);
+
+    size = 64; /* a newer, longer struct: only the bytes this library knows are read */
+    memcpy(opts, &size, sizeof size);
+    assert_int_equal(hz_options_merge(o, known, opts, 0, "t"), HZ_OK);
+    assert_int_equal(struct_size_of(o), known);
+
+    memset(o, 0x11, sizeof o);
+    size = 6; /* below the minimum: refused, nothing copied */
+    memcpy(opts, &size, sizeof size);
+    assert_int_equal(hz_options_merge(o, known, opts, 8, "who"), HZ_EINVAL);
+    assert_non_null(strstr(hz_last_error_message(), "who: options struct_size 6 too small"));
+    for (size_t i = 0; i < sizeof o; i++) assert_int_equal(o[i], 0x11);
+    size = 2; /* below the struct_size field itself */
+    memcpy(opts, &size, sizeof size);
+    assert_int_equal(hz_options_merge(o, known, opts, 0, "who"), HZ_EINVAL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_merge),
         cmocka_unit_test(test_sized_writes_only_size_bytes),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_compatibility_entry_points),
