@@ -11,6 +11,12 @@
 namespace {
 
 constexpr int kScreenBatch = 4; /* 16-byte chunks of codes per lane in flight for one row: 2,048 codes per warp */
+constexpr int kScreenIntBlocks = 3; /* blocks per SM of the integer path (its launch bound and grid) */
+/* The integer path's bound terms (decode_screen.cuh): a level's error in units of sigma, 1/2 + 2^-7
+ * (covers 1/2 + P (2u + u^2) for every P <= 32,767), and the relative error of fl(fl(s sigma) fl(t)),
+ * 2^-21 (covers 3u + 3u^2 + u^3 over |z|, and over |z| / (1 - 3.01u)). */
+constexpr float kLevelErr = 0.5078125f;
+constexpr float kProductErr = 0x1p-21f;
 
 /* Floats as unsigned words whose order is the floats' order (-0 just below +0; NaN is never stored). */
 __device__ __forceinline__ uint32_t ord_enc(float f) {
@@ -45,23 +51,79 @@ __device__ __forceinline__ float dot16_codes(uint4 codes, const __half2 *x, floa
     return acc;
 }
 
-/* sum |x| over the block's staged x, every addition rounded up: never below the exact sum. */
-__device__ float block_abs_sum_up(const uint16_t *xs, uint32_t n, float *red) {
-    float s = 0.0f;
-    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) s = __fadd_ru(s, fabsf(h2f(xs[i])));
+/* The integer path (rows of at most 2,048 values, whose inputs a lane keeps in registers): x is
+ * quantized once per step to integers p_j = rint(x_j / sigma), |p_j| <= P, with sigma = max|x| / P
+ * rounded up and P chosen so that no sum of `in` products of a code and a p_j can leave int32; then
+ * every row is one exact integer dot product t = sum_j q_j p_j, two products per dp2a instruction
+ * instead of a conversion, a subtraction and an FMA per code (decode_screen.cuh for the bound). */
+__device__ __forceinline__ int screen_levels(uint32_t in) {
+    const int p = (int)(0x7fffffffu / (127u * in));
+    return p < 32767 ? p : 32767;
+}
+
+/* |x_j| and x_j as 16-bit integers at the step's 1 / sigma (`inv`), packed in pairs (low half first). */
+__device__ __forceinline__ int pack_levels(float a, float b, float inv, int P) {
+    const int pa = max(-P, min(P, __float2int_rn(a * inv))), pb = max(-P, min(P, __float2int_rn(b * inv)));
+    return (int)(((uint32_t)pa & 0xffffu) | ((uint32_t)pb << 16));
+}
+
+/* 16 INT8 codes (code j in byte j % 4 of word j / 4) times 16 input levels (pairs: xp[2i] holds levels 4i
+ * and 4i + 1, xp[2i + 1] levels 4i + 2 and 4i + 3), added to acc: every product and sum exact. */
+__device__ __forceinline__ int dot16_levels(uint4 codes, const int *xp, int acc) {
+    const int cw[4] = {(int)codes.x, (int)codes.y, (int)codes.z, (int)codes.w};
 #pragma unroll
-    for (int o = kWarp / 2; o > 0; o >>= 1) s = __fadd_ru(s, __shfl_xor_sync(0xffffffffu, s, o));
+    for (int i = 0; i < 4; i++) {
+        acc = __dp2a_lo(xp[2 * i], cw[i], acc);
+        acc = __dp2a_hi(xp[2 * i + 1], cw[i], acc);
+    }
+    return acc;
+}
+
+__device__ __forceinline__ int warp_sum_int(int v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    return __reduce_add_sync(0xffffffffu, v);
+#else
+#pragma unroll
+    for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+#endif
+}
+
+/* sum |x| over the block's staged x, every addition rounded up: never below the exact sum; and, into
+ * *xmax, max |x| (NaN left out). */
+__device__ float block_abs_sum_up(const uint16_t *xs, uint32_t n, float *red, float *redm, float *xmax) {
+    float s = 0.0f, m = 0.0f;
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+        const float v = fabsf(h2f(xs[i]));
+        s = __fadd_ru(s, v);
+        m = fmaxf(m, v);
+    }
+#pragma unroll
+    for (int o = kWarp / 2; o > 0; o >>= 1) {
+        s = __fadd_ru(s, __shfl_xor_sync(0xffffffffu, s, o));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    }
     const uint32_t lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, nwarps = blockDim.x / kWarp;
     __syncthreads(); /* red may still be read by an earlier reduction */
-    if (lane == 0) red[warp] = s;
-    __syncthreads();
-    if (warp == 0) {
-        float r = lane < nwarps ? red[lane] : 0.0f;
-#pragma unroll
-        for (int o = kWarp / 2; o > 0; o >>= 1) r = __fadd_ru(r, __shfl_xor_sync(0xffffffffu, r, o));
-        if (lane == 0) red[kWarp] = r;
+    if (lane == 0) {
+        red[warp] = s;
+        redm[warp] = m;
     }
     __syncthreads();
+    if (warp == 0) {
+        float r = lane < nwarps ? red[lane] : 0.0f, rm = lane < nwarps ? redm[lane] : 0.0f;
+#pragma unroll
+        for (int o = kWarp / 2; o > 0; o >>= 1) {
+            r = __fadd_ru(r, __shfl_xor_sync(0xffffffffu, r, o));
+            rm = fmaxf(rm, __shfl_xor_sync(0xffffffffu, rm, o));
+        }
+        if (lane == 0) {
+            red[kWarp] = r;
+            redm[kWarp] = rm;
+        }
+    }
+    __syncthreads();
+    *xmax = redm[kWarp];
     return red[kWarp];
 }
 
@@ -81,12 +143,13 @@ __device__ void screen_build_x(const hz_dgemv_args &x, uint16_t *xs, float *red)
 }
 
 /* Pass 1: every row's screened value and upper bound (ub), and the grid's largest lower bound (best).
- * XREG: a row is one batch (in <= 16 x 32 x kScreenBatch): each lane keeps the inputs of its chunks in
- * registers (FP16 pairs) for every row, instead of reading them from shared memory per row. */
+ * XREG: a row is one batch (in <= 16 x 32 x kScreenBatch): each lane keeps the levels of its chunks' inputs
+ * in registers (the integer path above) for every row. Otherwise the rows are read in batches against
+ * x in shared memory, each code converted to FP32. */
 template <bool XREG>
-__global__ void __launch_bounds__(kGemvThreads, XREG ? 2 : 4) screen_kernel(const __grid_constant__ hz_dscreen_args a) {
+__global__ void __launch_bounds__(kGemvThreads, XREG ? kScreenIntBlocks : 4) screen_kernel(const __grid_constant__ hz_dscreen_args a) {
     extern __shared__ __align__(16) uint16_t xs[];
-    __shared__ float red[kWarp + 1];
+    __shared__ float red[kWarp + 1], redm[kWarp + 1];
     const uint32_t lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
     const uint32_t in = a.x.in, chunks = in / 16u, stride = gridDim.x * kGemvWarps;
     uint32_t row = blockIdx.x * kGemvWarps + warp;
@@ -97,10 +160,18 @@ __global__ void __launch_bounds__(kGemvThreads, XREG ? 2 : 4) screen_kernel(cons
     griddep_wait();
     griddep_launch();
     screen_build_x(a.x, xs, red);
-    const float x1 = block_abs_sum_up(xs, in, red);
+    float xmax;
+    const float x1 = block_abs_sum_up(xs, in, red, redm, &xmax);
     const uint4 *xs4 = reinterpret_cast<const uint4 *>(xs);
-    __half2 xr[XREG ? 8 * kScreenBatch : 1];
+    /* the integer path's step: sigma = max|x| / P rounded up (every block computes the same), its
+     * inputs' levels, and the per-row terms' common factors */
+    int xp[XREG ? 8 * kScreenBatch : 1];
+    float sigma = 0.0f, sig_half = 0.0f;
     if (XREG) {
+        const int P = screen_levels(in);
+        sigma = __fdiv_ru(xmax, (float)P);
+        const float inv = (sigma > 0.0f && isfinite(sigma)) ? __frcp_rn(sigma) : 0.0f;
+        sig_half = __fmul_ru(sigma, kLevelErr);
 #pragma unroll
         for (int u = 0; u < kScreenBatch; u++) {
             const uint32_t c = (uint32_t)u * kWarp + lane;
@@ -108,8 +179,9 @@ __global__ void __launch_bounds__(kGemvThreads, XREG ? 2 : 4) screen_kernel(cons
             const __half2 *h0 = reinterpret_cast<const __half2 *>(&x0), *h1 = reinterpret_cast<const __half2 *>(&x1);
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                xr[8 * u + j] = h0[j];
-                xr[8 * u + 4 + j] = h1[j];
+                const float2 f0 = __half22float2(h0[j]), f1 = __half22float2(h1[j]);
+                xp[8 * u + j] = pack_levels(f0.x, f0.y, inv, P);
+                xp[8 * u + 4 + j] = pack_levels(f1.x, f1.y, inv, P);
             }
         }
     }
@@ -118,11 +190,17 @@ __global__ void __launch_bounds__(kGemvThreads, XREG ? 2 : 4) screen_kernel(cons
         const uint32_t next = row + stride;
         const uint4 *c4 = codes + (size_t)row * chunks;
         const float scale = __ldg(a.scale + row), coef = __ldg(a.coef + row);
-        float acc = 0.0f;
+        float z, e;
         if (XREG) {
+            int acc = 0;
 #pragma unroll
-            for (int u = 0; u < kScreenBatch; u++) acc = dot16_codes(cv[u], xr + 8 * u, acc); /* zeros past the row */
+            for (int u = 0; u < kScreenBatch; u++) acc = dot16_levels(cv[u], xp + 8 * u, acc); /* zeros past the row */
+            if (next < a.rows) load_batch(codes + (size_t)next * chunks, 0, lane, chunks, cv);
+            const float qn = __ldg(a.qnorm + row);
+            z = __fmul_rn(__fmul_rn(scale, sigma), __int2float_rn(warp_sum_int(acc)));
+            e = __fadd_ru(__fadd_ru(__fmul_ru(coef, x1), __fmul_ru(qn, sig_half)), __fmul_ru(fabsf(z), kProductErr));
         } else {
+            float acc = 0.0f;
             for (uint32_t c0 = 0;;) {
 #pragma unroll
                 for (int u = 0; u < kScreenBatch; u++) {
@@ -133,10 +211,10 @@ __global__ void __launch_bounds__(kGemvThreads, XREG ? 2 : 4) screen_kernel(cons
                 if (c0 >= chunks) break;
                 load_batch(c4, c0, lane, chunks, cv);
             }
+            if (next < a.rows) load_batch(codes + (size_t)next * chunks, 0, lane, chunks, cv);
+            z = __fmul_rn(scale, warp_sum(acc));
+            e = __fmul_ru(coef, x1);
         }
-        if (next < a.rows) load_batch(codes + (size_t)next * chunks, 0, lane, chunks, cv);
-        const float z = __fmul_rn(scale, warp_sum(acc));
-        const float e = __fmul_ru(coef, x1);
         if (lane == 0) {
             const float lo = __fsub_rd(z, e);
             a.ub[row] = __fadd_ru(z, e);
@@ -233,9 +311,9 @@ __global__ void __launch_bounds__(kGemvThreads) pick_kernel(const __grid_constan
     }
 }
 
-/* One warp per row: s = max|w| / 127, codes rint(w / s), coef (decode_screen.cuh). */
+/* One warp per row: s = max|w| / 127, codes rint(w / s), coef and qnorm (decode_screen.cuh). */
 __global__ void prepare_kernel(const uint16_t *w, uint32_t rows, uint32_t in, int8_t *q, float *scale, float *coef,
-                               float factor) {
+                               float *qnorm, float factor) {
     const uint32_t lane = threadIdx.x % kWarp;
     const uint32_t row = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
     if (row >= rows) return;
@@ -250,24 +328,28 @@ __global__ void prepare_kernel(const uint16_t *w, uint32_t rows, uint32_t in, in
     }
     m = warp_max(m);
     finite = __all_sync(0xffffffffu, finite);
-    float s = 0.0f, d = 0.0f, cf;
+    float s = 0.0f, d = 0.0f, cf, qn = 0.0f;
     if (!finite || m == 0.0f) {
         for (uint32_t j = lane; j < in; j += kWarp) qr[j] = 0;
         cf = finite ? 0.0f : INFINITY;
     } else {
         s = m / 127.0f;
+        int qa = 0; /* sum |q_j|: at most 127 x 16,384, exact as an int and as a float */
         for (uint32_t j = lane; j < in; j += kWarp) {
             const float v = h2f(wr[j]);
             const float c = fminf(127.0f, fmaxf(-127.0f, rintf(v / s)));
             qr[j] = (int8_t)c;
+            qa += abs((int)c);
             d = fmaxf(d, fabsf(fmaf(-s, c, v)));
         }
         d = warp_max(d);
         cf = __fadd_ru(__fmul_ru(d, 1.0f + 0x1p-20f), __fmul_ru(m, factor));
+        qn = __fmul_ru(s, (float)warp_sum_int(qa));
     }
     if (lane == 0) {
         scale[row] = s;
         coef[row] = cf;
+        qnorm[row] = qn;
     }
 }
 
@@ -286,20 +368,21 @@ extern "C" float hz_decode_screen_rounding_factor(uint32_t in) {
 }
 
 extern "C" int hz_decode_screen_prepare(const uint16_t *w, uint32_t rows, uint32_t in, int8_t *q, float *scale,
-                                        float *coef, void *stream) {
-    if (!w || !q || !scale || !coef || rows == 0) return hz_error(HZ_EINVAL, "lm_head screen: NULL argument or no rows");
+                                        float *coef, float *qnorm, void *stream) {
+    if (!w || !q || !scale || !coef || !qnorm || rows == 0)
+        return hz_error(HZ_EINVAL, "lm_head screen: NULL argument or no rows");
     if (!hz_decode_screen_supported(in))
         return hz_error(HZ_EUNSUPPORTED, "lm_head screen: rows of %u values (a multiple of 16 up to %u)", in, kGemvMaxIn);
     const unsigned warps = 8, blocks = (unsigned)((rows + warps - 1u) / warps);
     prepare_kernel<<<blocks, warps * kWarp, 0, static_cast<cudaStream_t>(stream)>>>(
-        w, rows, in, q, scale, coef, hz_decode_screen_rounding_factor(in));
+        w, rows, in, q, scale, coef, qnorm, hz_decode_screen_rounding_factor(in));
     const cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the lm_head screen's preparation");
 }
 
 extern "C" int hz_decode_screen(const hz_dscreen_args *a, const hz_decode_dev *dev, const hz_klaunch *k) {
     if (!a || !dev || !k) return hz_error(HZ_EINVAL, "lm_head screen: NULL argument");
-    if (!a->w || !a->q || !a->scale || !a->coef || !a->ub || !a->best || !a->argmax_out || !a->tail_scratch ||
+    if (!a->w || !a->q || !a->scale || !a->coef || !a->qnorm || !a->ub || !a->best || !a->argmax_out || !a->tail_scratch ||
         !a->x.x_out || !a->x.step || a->rows == 0 || a->rows > 0x7fffffffu)
         return hz_error(HZ_EINVAL, "lm_head screen: a buffer is missing or %u rows", a->rows);
     if (!hz_decode_screen_supported(a->x.in))
@@ -334,10 +417,9 @@ extern "C" int hz_decode_screen(const hz_dscreen_args *a, const hz_decode_dev *d
     uint64_t blocks = (a->rows + kGemvWarps - 1u) / kGemvWarps;
     if (blocks > dev->gemv_grid) blocks = dev->gemv_grid;
     const size_t smem = (size_t)a->x.in * 2u;
-    /* rows of up to 2,048 values keep their inputs in registers (H200, 2026-12-01, against shared memory:
-     * OLMoE-1B-7B step 0.596 -> 0.592 ms, Qwen1.5-MoE-A2.7B 1.305 -> 1.295 at positions 32-96) */
+    /* rows of up to 2,048 values keep their inputs' levels in registers and take the integer path */
     const bool xreg = a->x.in <= 16u * kWarp * kScreenBatch;
-    if (xreg && blocks > 2u * dev->sms) blocks = 2u * dev->sms; /* two per multiprocessor are resident (109 registers) */
+    if (xreg && blocks > (uint64_t)kScreenIntBlocks * dev->sms) blocks = (uint64_t)kScreenIntBlocks * dev->sms;
     cudaError_t e = xreg ? launch(screen_kernel<true>, (unsigned)blocks, 1, kGemvThreads, smem, k, sa)
                          : launch(screen_kernel<false>, (unsigned)blocks, 1, kGemvThreads, smem, k, sa);
     if (e != cudaSuccess) return cuda_fail(e, "launch of the lm_head screen");

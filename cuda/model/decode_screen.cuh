@@ -14,8 +14,15 @@
  *   |screened_i - exact_i| <= coef_i * sum_j |x_j|,
  *   coef_i = max_j |w_j - s q_j| (1 + 2^-20) + max|w| * 2.01 (gamma_n + u)   (rounded up),
  * where exact_i is the GEMV's FP32 sum in any order (gamma_n = n u / (1 - n u), u = 2^-24, n = the row
- * length), screened_i = fl(s * fl(sum_j q_j x_j)). The kernels round the bound's products and sums up
- * (and the lower bound down), so the rounding of the bound itself cannot hide a row.
+ * length), screened_i = fl(s * fl(sum_j q_j x_j)). Rows of at most 2,048 values take an integer path
+ * instead: x is quantized once per step to levels p_j = rint(x_j / sigma) with sigma = max|x| / P
+ * (rounded up; P = min(32767, (2^31 - 1) / (127 n)), so the exact integer t_i = sum_j q_j p_j fits an
+ * int32), screened_i = fl(fl(s sigma) fl(t_i)), and the bound gains two terms:
+ *   |screened_i - exact_i| <= coef_i * sum_j |x_j| + qnorm_i * sigma (1/2 + 2^-7) + |screened_i| 2^-21,
+ *   qnorm_i = s sum_j |q_j|   (rounded up),
+ * the levels' error (|x_j - sigma p_j| <= sigma (1/2 + 2^-7)) and the two final products' rounding.
+ * The kernels round the bound's products and sums up (and the lower bound down), so the rounding of
+ * the bound itself cannot hide a row.
  *
  * Every function only enqueues work; it returns HZ_OK, HZ_EINVAL / HZ_EUNSUPPORTED (arguments, shape),
  * or HZ_EDEVICE naming the CUDA call that failed. */
@@ -41,11 +48,11 @@ int hz_decode_screen_supported(uint32_t in);
 float hz_decode_screen_rounding_factor(uint32_t in);
 
 /* Builds the INT8 copy of `rows` FP16 rows of `in` values (device memory, row-major): q [rows x in]
- * codes, scale [rows] and coef [rows] (device memory). One warp per row, on `stream`. A row with a
- * non-finite weight gets coef = +inf (always read again in FP16); an all-zero row gets s = 0 and
- * coef = 0. */
+ * codes, scale [rows], coef [rows] and qnorm [rows] (device memory). One warp per row, on `stream`. A
+ * row with a non-finite weight gets coef = +inf (always read again in FP16); an all-zero row gets s = 0,
+ * coef = 0 and qnorm = 0. */
 int hz_decode_screen_prepare(const uint16_t *w, uint32_t rows, uint32_t in, int8_t *q, float *scale, float *coef,
-                             void *stream);
+                             float *qnorm, void *stream);
 
 /* One screened greedy pick, two kernels on k->stream (the second launched with programmatic dependent
  * launch when k->pdl):
@@ -65,7 +72,7 @@ typedef struct hz_dscreen_args {
     hz_dgemv_args x;
     const uint16_t *w;
     const int8_t *q;
-    const float *scale, *coef;
+    const float *scale, *coef, *qnorm;
     uint32_t rows;
     float *ub;
     unsigned long long *best;

@@ -384,7 +384,7 @@ typedef struct hz_model_options {
 } hz_model_options;
 
 /* Flags for hz_model_options.flags. By default a cuda model keeps an INT8 copy of the lm_head rows on
- * the device (vocab x hidden bytes, plus 8 per row) through which greedy steps pick their token without
+ * the device (vocab x hidden bytes, plus 12 per row) through which greedy steps pick their token without
  * reading every FP16 row: the same token, faster (session stat lm_head_screen). The copy is skipped,
  * not an error, when the device lacks the memory for it. This flag spends none of that memory. Ignored
  * on the cpu. */

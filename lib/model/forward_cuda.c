@@ -164,7 +164,7 @@ static int decode_setup(hz_model *m, hz_gpu_model *g) {
 /* The lm_head screen (cuda/model/decode_screen.cuh): a greedy step reads an INT8 copy of the lm_head
  * rows and then only the FP16 rows that can hold the largest logit, instead of every FP16 row (OLMoE-1B-7B
  * shape, 206 MB per token; Qwen1.5-MoE-A2.7B, 622 MB), and picks the same token. It costs vocab x hidden
- * bytes (+ 8 per row) of device memory; without that memory, with HZ_MODEL_NO_LM_HEAD_SCREEN or
+ * bytes (+ 12 per row) of device memory; without that memory, with HZ_MODEL_NO_LM_HEAD_SCREEN or
  * with HZ_GPU_LM_SCREEN=0 at model creation, every step reads the FP16 rows as before
  * (doc/architecture.md). */
 static int lm_screen_setup(hz_model *m, hz_gpu_model *g) {
@@ -173,10 +173,10 @@ static int lm_screen_setup(hz_model *m, hz_gpu_model *g) {
     hz_env_u32("HZ_GPU_LM_SCREEN", 0, 1, &on);
     if (!on || !m->lm_head_screen || !hz_decode_screen_supported(c->hidden)) return HZ_OK;
     const uint64_t V = c->vocab, codes = hz_align_up(V * c->hidden, ALIGN), rows4 = hz_align_up(V * 4u, ALIGN);
-    int st = g->be->ops->mem_alloc(g->be, codes + 2u * rows4, (void **)&g->lm_screen_mem);
+    int st = g->be->ops->mem_alloc(g->be, codes + 3u * rows4, (void **)&g->lm_screen_mem);
     if (st == HZ_ENOMEM) {
         hz_log(HZ_LOG_INFO, "model: no device memory for the lm_head screen (%llu bytes): greedy steps read every "
-                            "lm_head row: %s", (unsigned long long)(codes + 2u * rows4), hz_last_error_message());
+                            "lm_head row: %s", (unsigned long long)(codes + 3u * rows4), hz_last_error_message());
         g->lm_screen_mem = NULL;
         return HZ_OK;
     }
@@ -184,7 +184,9 @@ static int lm_screen_setup(hz_model *m, hz_gpu_model *g) {
     g->lm_q = (int8_t *)g->lm_screen_mem;
     g->lm_scale = (float *)(void *)(g->lm_screen_mem + codes);
     g->lm_coef = (float *)(void *)(g->lm_screen_mem + codes + rows4);
-    st = hz_decode_screen_prepare(g->dw.lm_head, c->vocab, c->hidden, g->lm_q, g->lm_scale, g->lm_coef, g->queue);
+    g->lm_qnorm = (float *)(void *)(g->lm_screen_mem + codes + 2u * rows4);
+    st = hz_decode_screen_prepare(g->dw.lm_head, c->vocab, c->hidden, g->lm_q, g->lm_scale, g->lm_coef, g->lm_qnorm,
+                                  g->queue);
     if (!st) st = g->be->ops->queue_sync(g->be, HZ_QUEUE_COMPUTE);
     return st ? hz_error_prefix(st, "model: preparing the lm_head screen") : HZ_OK;
 }
@@ -1135,7 +1137,7 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
         if (g->step_screen) {
             /* the argmax through the screen; the logits only when asked for (hz_gpu_logits_fetch) */
             hz_dscreen_args sa = {.x = ha, .w = gm->dw.lm_head, .q = gm->lm_q, .scale = gm->lm_scale,
-                                  .coef = gm->lm_coef, .rows = c->vocab, .ub = g->lm_ub, .best = g->lm_best,
+                                  .coef = gm->lm_coef, .qnorm = gm->lm_qnorm, .rows = c->vocab, .ub = g->lm_ub, .best = g->lm_best,
                                   .argmax_out = g->argmax, .argmax_host = g->d_argmax, .summed = g->lm_summed,
                                   .summed_host = g->d_lm_summed, .tail_scratch = g->tail};
             sa.x.x_out = g->xlm;

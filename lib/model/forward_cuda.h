@@ -40,7 +40,7 @@ struct hz_gpu_model {
      * no device memory for it). */
     uint8_t *lm_screen_mem;
     int8_t *lm_q;
-    float *lm_scale, *lm_coef;
+    float *lm_scale, *lm_coef, *lm_qnorm;
 };
 
 struct hz_gpu_session {

@@ -402,7 +402,7 @@ static int screen_case(const char *name, uint32_t V, uint32_t in, int reps) {
     uint16_t *w = dev_random_f16((size_t)V * in, 1.0f / sqrtf((float)in), 0.0f), *x = dev_random_f16(in, 1.0f, 0.0f);
     uint16_t *xo;
     int8_t *q;
-    float *y, *scale, *coef, *ub;
+    float *y, *scale, *coef, *qnorm, *ub;
     unsigned long long *best;
     int32_t *am;
     void *tail;
@@ -413,6 +413,7 @@ static int screen_case(const char *name, uint32_t V, uint32_t in, int reps) {
     CK(cudaMalloc((void **)&y, (size_t)V * 4));
     CK(cudaMalloc((void **)&scale, (size_t)V * 4));
     CK(cudaMalloc((void **)&coef, (size_t)V * 4));
+    CK(cudaMalloc((void **)&qnorm, (size_t)V * 4));
     CK(cudaMalloc((void **)&ub, (size_t)V * 4));
     CK(cudaMalloc((void **)&best, 8));
     CK(cudaMalloc((void **)&am, 8));
@@ -421,7 +422,7 @@ static int screen_case(const char *name, uint32_t V, uint32_t in, int reps) {
     CK(cudaMemset(tail, 0, hz_decode_tail_bytes(&g_dev)));
     CK(cudaMemset(best, 0, 8));
     CK(cudaMemcpy(step, &st0, sizeof st0, cudaMemcpyHostToDevice));
-    int bad = hz_decode_screen_prepare(w, V, in, q, scale, coef, g_stream) != HZ_OK;
+    int bad = hz_decode_screen_prepare(w, V, in, q, scale, coef, qnorm, g_stream) != HZ_OK;
     screen_ctx c;
     memset(&c, 0, sizeof c);
     c.gemv.seg[0] = (hz_mgemv_seg){w, NULL, y, V, 1};
@@ -435,7 +436,7 @@ static int screen_case(const char *name, uint32_t V, uint32_t in, int reps) {
     c.screen.x = c.gemv;
     c.screen.x.x_out = xo;
     c.screen.x.step = step;
-    c.screen.w = w, c.screen.q = q, c.screen.scale = scale, c.screen.coef = coef, c.screen.rows = V;
+    c.screen.w = w, c.screen.q = q, c.screen.scale = scale, c.screen.coef = coef, c.screen.qnorm = qnorm, c.screen.rows = V;
     c.screen.ub = ub, c.screen.best = best, c.screen.argmax_out = am + 1, c.screen.tail_scratch = tail;
     int32_t got[2] = {-1, -2};
     CK(cudaMemsetAsync(am, 0xff, 8, g_stream));
@@ -448,13 +449,13 @@ static int screen_case(const char *name, uint32_t V, uint32_t in, int reps) {
         bad = 1;
     } else {
         const float tg = time_graph(run_argmax_gemv, &c, reps), ts = time_graph(run_screen, &c, reps);
-        const double gb_g = (double)V * in * 2 / 1e9, gb_s = ((double)V * in + (double)V * 12) / 1e9;
+        const double gb_g = (double)V * in * 2 / 1e9, gb_s = ((double)V * in + (double)V * 16) / 1e9;
         printf("%-28s argmax GEMV %8.2f us (%7.1f GB/s, %.1f%% of the copy ceiling) | screen %8.2f us (%7.1f GB/s "
                "over its INT8 pass, %.1f%%) | %.2fx | row %d both\n",
                name, tg, gb_g / (tg * 1e-6), 100.0 * gb_g / (tg * 1e-6) / g_copy_gbs, ts, gb_s / (ts * 1e-6),
                100.0 * gb_s / (ts * 1e-6) / g_copy_gbs, tg / ts, (int)got[0]);
     }
-    cudaFree(w), cudaFree(x), cudaFree(xo), cudaFree(q), cudaFree(y), cudaFree(scale), cudaFree(coef);
+    cudaFree(w), cudaFree(x), cudaFree(xo), cudaFree(q), cudaFree(y), cudaFree(scale), cudaFree(coef), cudaFree(qnorm);
     cudaFree(ub), cudaFree(best), cudaFree(am), cudaFree(tail), cudaFree(step);
     return bad;
 }

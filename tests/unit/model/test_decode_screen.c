@@ -11,7 +11,8 @@
  * screened values' own argmax differs from the exact one is counted, and at least one is required, so
  * the exact second pass is known to have been needed. "Tight" rows have their quantization errors
  * aligned with x, so that they use most of their bound: at least half is required, so a bound half as
- * large would have failed the bracket check. Random rows must prune: fewer than 5% of them summed
+ * large would have failed the bracket check; "tight levels" rows do the same for the integer path's
+ * term for x's levels (codes of the sign of each input's level error, on an x with a wide range). Random rows must prune: fewer than 5% of them summed
  * again. Outputs start poisoned. */
 #include <math.h>
 #include <stdio.h>
@@ -45,7 +46,8 @@ typedef struct {
     int traps;   /* plant A, B, copies of B */
     int same;    /* every row the same */
     int zeros;   /* some all-zero rows */
-    int tight;   /* every fifth row with its quantization error aligned with x: the bound nearly reached */
+    int tight;   /* every fifth row with its error aligned: 1, its weights' quantization error with x; 2, its
+                  * codes with the error of x's levels (the integer path, rows of at most 2,048 values) */
 } shape;
 
 static int failures = 0, flips = 0;
@@ -72,7 +74,7 @@ static void run_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t st
     int8_t *q = calloc((size_t)R * N, 1);
     uint16_t *d_w = NULL, *d_h = NULL, *d_nw = NULL, *d_x = NULL, *d_xo = NULL, *d_h2 = NULL;
     int8_t *d_q = NULL;
-    float *d_scale = NULL, *d_coef = NULL, *d_ub = NULL, *d_lb = NULL, *d_value = NULL;
+    float *d_scale = NULL, *d_coef = NULL, *d_qnorm = NULL, *d_ub = NULL, *d_lb = NULL, *d_value = NULL;
     unsigned long long *d_best = NULL, *d_summed = NULL, summed = 0, best_word = 1;
     int32_t *d_arg = NULL, arg = -7;
     hz_dstep *d_step = NULL;
@@ -98,6 +100,7 @@ static void run_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t st
     d_q = dalloc((size_t)R * N);
     d_scale = dalloc((size_t)R * 4);
     d_coef = dalloc((size_t)R * 4);
+    d_qnorm = dalloc((size_t)R * 4);
     d_ub = dalloc((size_t)R * 4);
     d_lb = dalloc((size_t)R * 4);
     d_value = dalloc(4);
@@ -111,7 +114,7 @@ static void run_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t st
     d_arg = dalloc(4);
     d_step = dalloc(sizeof(hz_dstep));
     d_tail = dalloc(hz_decode_tail_bytes(dev));
-    CHECK(d_w && d_q && d_scale && d_coef && d_ub && d_lb && d_value && d_h && d_h2 && d_nw && d_x && d_xo && d_best &&
+    CHECK(d_w && d_q && d_scale && d_coef && d_qnorm && d_ub && d_lb && d_value && d_h && d_h2 && d_nw && d_x && d_xo && d_best &&
               d_summed && d_arg && d_step && d_tail,
           "device allocation");
     CHECK(cudaMemcpy(d_h, h, (size_t)N * 2, cudaMemcpyHostToDevice) == cudaSuccess &&
@@ -146,9 +149,9 @@ static void run_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t st
      * plain rows. */
     if (sh->traps || sh->tight) {
         CHECK(cudaMemcpy(d_w, w, (size_t)R * N * 2, cudaMemcpyHostToDevice) == cudaSuccess, "rows upload");
-        CHECK(hz_decode_screen_prepare(d_w, R, N, d_q, d_scale, d_coef, stream) == HZ_OK, "prepare: %s",
+        CHECK(hz_decode_screen_prepare(d_w, R, N, d_q, d_scale, d_coef, d_qnorm, stream) == HZ_OK, "prepare: %s",
               hz_last_error_message());
-        a.w = d_w, a.q = d_q, a.scale = d_scale, a.coef = d_coef, a.rows = R, a.ub = d_ub, a.best = d_best;
+        a.w = d_w, a.q = d_q, a.scale = d_scale, a.coef = d_coef, a.qnorm = d_qnorm, a.rows = R, a.ub = d_ub, a.best = d_best;
         a.argmax_out = d_arg, a.tail_scratch = d_tail;
         const hz_klaunch k0 = {stream, 0};
         CHECK(hz_decode_screen(&a, dev, &k0) == HZ_OK, "screen (x): %s", hz_last_error_message());
@@ -159,12 +162,39 @@ static void run_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t st
          * s (k + 0.4 sign(x_j)) for a random integer k, so its code is k and its error 0.4 s with x_j's
          * sign: the errors add up over the row as the bound assumes in the worst case. */
         const float s0 = 0.5f / 127.0f;
-        for (uint32_t r = 0; sh->tight && r < R; r += 5u) {
+        for (uint32_t r = 0; sh->tight == 1 && r < R; r += 5u) {
             uint16_t *T = w + (size_t)r * N;
             T[0] = hz_f32_to_f16(hz_f16_to_f32(xb[0]) >= 0.0f ? 0.5f : -0.5f);
             for (uint32_t i = 1; i < N; i++) {
                 const float k = rintf(100.0f * urand()), sg = hz_f16_to_f32(xb[i]) >= 0.0f ? 1.0f : -1.0f;
                 T[i] = hz_f32_to_f16(s0 * (k + 0.4f * sg));
+            }
+        }
+        /* Tight levels: the integer path quantizes x to levels p_j = rint(x_j / sigma), sigma = max|x| / P
+         * rounded up (decode_screen.cuh). Each such row has exact codes (weights +-127 * 2^-10: scale
+         * 2^-10, no quantization error) of the sign of x_j - sigma p_j wherever that error is 0.3-0.47 of
+         * sigma (clear of the rounding's half-way point), zero elsewhere: the levels' errors add up over
+         * the row as the bound's level term assumes in the worst case. */
+        if (sh->tight == 2) {
+            const uint32_t P = 0x7fffffffu / (127u * N) < 32767u ? 0x7fffffffu / (127u * N) : 32767u;
+            float xmax = 0.0f;
+            for (uint32_t i = 0; i < N; i++) xmax = fmaxf(xmax, fabsf(hz_f16_to_f32(xb[i])));
+            const double sig = (double)xmax / (double)P;
+            float sigma = (float)sig;
+            if ((double)sigma < sig) sigma = nextafterf(sigma, INFINITY);
+            const float inv = 1.0f / sigma, wv = 127.0f * 0x1p-10f;
+            for (uint32_t r = 0; r < R; r += 5u) {
+                uint16_t *T = w + (size_t)r * N;
+                uint32_t used = 0;
+                for (uint32_t i = 0; i < N; i++) {
+                    const float t = hz_f16_to_f32(xb[i]) * inv, f = t - rintf(t);
+                    T[i] = 0;
+                    if (fabsf(f) > 0.3f && fabsf(f) < 0.47f) {
+                        T[i] = hz_f32_to_f16(f > 0.0f ? wv : -wv);
+                        used++;
+                    }
+                }
+                if (!used) T[0] = hz_f32_to_f16(wv); /* the scale stays 2^-10 */
             }
         }
         if (sh->traps) {
@@ -193,9 +223,9 @@ static void run_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t st
         CHECK(cudaMemcpy(d_step, &st, sizeof st, cudaMemcpyHostToDevice) == cudaSuccess, "step upload");
     }
     CHECK(cudaMemcpy(d_w, w, (size_t)R * N * 2, cudaMemcpyHostToDevice) == cudaSuccess, "rows upload");
-    CHECK(hz_decode_screen_prepare(d_w, R, N, d_q, d_scale, d_coef, stream) == HZ_OK, "prepare: %s",
+    CHECK(hz_decode_screen_prepare(d_w, R, N, d_q, d_scale, d_coef, d_qnorm, stream) == HZ_OK, "prepare: %s",
           hz_last_error_message());
-    a.w = d_w, a.q = d_q, a.scale = d_scale, a.coef = d_coef, a.rows = R, a.ub = d_ub, a.best = d_best;
+    a.w = d_w, a.q = d_q, a.scale = d_scale, a.coef = d_coef, a.qnorm = d_qnorm, a.rows = R, a.ub = d_ub, a.best = d_best;
     a.argmax_out = d_arg, a.summed = d_summed, a.tail_scratch = d_tail, a.lb = d_lb, a.value_out = d_value;
     arg = -7;
     CHECK(cudaMemcpy(d_arg, &arg, 4, cudaMemcpyHostToDevice) == cudaSuccess, "poison");
@@ -250,7 +280,7 @@ static void run_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t st
     if (sh->tight) printf(", tight rows used %.3f of their bound", tight_used);
     printf("\n");
 out:
-    cudaFree(d_w), cudaFree(d_q), cudaFree(d_scale), cudaFree(d_coef), cudaFree(d_ub), cudaFree(d_lb), cudaFree(d_h);
+    cudaFree(d_w), cudaFree(d_q), cudaFree(d_scale), cudaFree(d_coef), cudaFree(d_qnorm), cudaFree(d_ub), cudaFree(d_lb), cudaFree(d_h);
     cudaFree(d_value);
     cudaFree(d_h2), cudaFree(d_nw), cudaFree(d_x), cudaFree(d_xo), cudaFree(d_best), cudaFree(d_summed);
     cudaFree(d_arg), cudaFree(d_step), cudaFree(d_tail);
@@ -267,7 +297,7 @@ static void refusals(const hz_decode_dev *dev, cudaStream_t stream) {
     CHECK(hz_decode_screen(&a, dev, &k) == HZ_EINVAL, "empty arguments accepted");
     CHECK(!hz_decode_screen_supported(2056) && hz_decode_screen_supported(2048) && !hz_decode_screen_supported(0),
           "supported widths");
-    CHECK(hz_decode_screen_prepare((const uint16_t *)8, 4, 24, (int8_t *)8, (float *)8, (float *)8, stream) ==
+    CHECK(hz_decode_screen_prepare((const uint16_t *)8, 4, 24, (int8_t *)8, (float *)8, (float *)8, (float *)8, stream) ==
               HZ_EUNSUPPORTED,
           "width 24 accepted: %s", hz_last_error_message());
     CHECK(hz_decode_screen_rounding_factor(2048) > 2.01f * 2048.0f * 0x1p-24f, "rounding factor %g",
@@ -295,6 +325,8 @@ int main(void) {
         {"tight rows", 3001, 2048, 0, 0, 0, 0, 1},
         {"tight rows, plain x", 1001, 1040, 1, 0, 0, 0, 1},
         {"tight rows and traps", 2003, 512, 0, 1, 0, 0, 1},
+        {"tight levels, plain x of wide range", 3001, 2048, 1, 0, 0, 0, 2},
+        {"tight levels, narrow rows", 1001, 272, 1, 0, 0, 0, 2},
     };
     uint32_t epoch = 1;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++, epoch += 2u) run_shape(&shapes[i], &dev, stream, epoch);
