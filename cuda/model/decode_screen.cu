@@ -11,7 +11,10 @@
 namespace {
 
 constexpr int kScreenBatch = 4; /* 16-byte chunks of codes per lane in flight for one row: 2,048 codes per warp */
-constexpr int kScreenIntBlocks = 3; /* blocks per SM of the integer path (its launch bound and grid) */
+/* Blocks per SM of the integer path (its launch bound and grid cap): 79 registers. H200, 2026-12-01,
+ * INT8 pass alone at OLMoE-1B-7B's lm_head shape: 33.0 us; at four blocks (64 registers, spills) 35.7;
+ * with the next row's codes asked for before the current row's sums, 34.6 (two blocks) and 33.6 (three). */
+constexpr int kScreenIntBlocks = 3;
 /* The integer path's bound terms (decode_screen.cuh): a level's error in units of sigma, 1/2 + 2^-7
  * (covers 1/2 + P (2u + u^2) for every P <= 32,767), and the relative error of fl(fl(s sigma) fl(t)),
  * 2^-21 (covers 3u + 3u^2 + u^3 over |z|, and over |z| / (1 - 3.01u)). */
