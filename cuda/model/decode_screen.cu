@@ -251,9 +251,28 @@ __global__ void __launch_bounds__(kGemvThreads) pick_kernel(const __grid_constan
     const uint32_t in = a.x.in, chunks = in / 8u;
     griddep_wait();
     griddep_launch();
+    const uint32_t tiles = (a.rows + kWarp - 1u) / kWarp, gw = gridDim.x * kGemvWarps;
+    uint32_t t = blockIdx.x * kGemvWarps + warp;
+    /* The largest lower bound, this warp's first tile of upper bounds and x are asked for together, and
+     * the tile's first row to sum again before x is staged: one round trip less than reading the
+     * bounds after x's barrier. */
     const unsigned long long tagged = __ldcg(a.best);
+    const uint32_t r0 = t * kWarp + lane;
+    const float u0 = (t < tiles && r0 < a.rows) ? __ldcg(a.ub + r0) : 0.0f;
     /* a word from another step (never expected: the screen ran just before) lets every row through */
     const float m = (uint32_t)(tagged >> 32) == __ldcg(&a.x.step->epoch) ? ord_dec((uint32_t)tagged) : -INFINITY;
+    /* the rows of tile t whose upper bound reaches m (NaN bounds are read again) */
+    uint32_t mask = __ballot_sync(0xffffffffu, t < tiles && r0 < a.rows && !(u0 < m));
+    uint4 wb[kBatch];
+    uint32_t row = kNoIndex;
+    const uint4 *w4 = nullptr;
+    const auto next_row = [&]() { /* the lowest row left in mask, its first batch asked for */
+        row = t * kWarp + (uint32_t)(__ffs(mask) - 1);
+        mask &= mask - 1u;
+        w4 = reinterpret_cast<const uint4 *>(a.w + (size_t)row * in);
+        load_batch(w4, 0, lane, chunks, wb);
+    };
+    if (mask) next_row();
     for (uint32_t c = threadIdx.x; c < chunks; c += blockDim.x)
         reinterpret_cast<uint4 *>(xs)[c] = __ldcg(reinterpret_cast<const uint4 *>(a.x.x_out) + c);
     __syncthreads();
@@ -261,26 +280,24 @@ __global__ void __launch_bounds__(kGemvThreads) pick_kernel(const __grid_constan
     float best = -INFINITY;
     uint32_t bi = kNoIndex;
     unsigned long long summed = 0;
-    const uint32_t tiles = (a.rows + kWarp - 1u) / kWarp, gw = gridDim.x * kGemvWarps;
-    for (uint32_t t = blockIdx.x * kGemvWarps + warp; t < tiles; t += gw) {
-        const uint32_t r = t * kWarp + lane;
-        const bool take = r < a.rows && !(__ldcg(a.ub + r) < m); /* NaN bounds are read again */
-        uint32_t mask = __ballot_sync(0xffffffffu, take);
-        while (mask) {
-            const uint32_t row = t * kWarp + (uint32_t)(__ffs(mask) - 1);
-            mask &= mask - 1u;
+    while (t < tiles) {
+        while (row != kNoIndex) {
             /* hz_decode_gemv's row: batches of kBatch chunks per lane, fmaf in chunk order, the xor
-             * butterfly, + 0 (no bias) */
-            const uint4 *w4 = reinterpret_cast<const uint4 *>(a.w + (size_t)row * in);
-            uint4 wb[kBatch];
-            load_batch(w4, 0, lane, chunks, wb);
+             * butterfly, + 0 (no bias); rows ascend within the warp */
             const float v = warp_sum(sum_row(w4, wb, xs4, lane, chunks)) + 0.0f;
             if (argmax_better(v, row, best, bi)) {
                 best = v;
                 bi = row;
             }
             summed++;
+            row = kNoIndex;
+            if (mask) next_row();
         }
+        t += gw;
+        if (t >= tiles) break;
+        const uint32_t r = t * kWarp + lane;
+        mask = __ballot_sync(0xffffffffu, r < a.rows && !(__ldcg(a.ub + r) < m));
+        if (mask) next_row();
     }
     if (a.summed && lane == 0 && summed) atomicAdd(a.summed, summed);
     bi = block_argmax(best, bi, wv, wi);
