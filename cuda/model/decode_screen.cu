@@ -12,8 +12,9 @@ namespace {
 
 constexpr int kScreenBatch = 4; /* 16-byte chunks of codes per lane in flight for one row: 2,048 codes per warp */
 /* Blocks per SM of the integer path (its launch bound and grid cap): 79 registers. H200, 2026-12-01,
- * INT8 pass alone at OLMoE-1B-7B's lm_head shape: 33.0 us; at four blocks (64 registers, spills) 35.7;
- * with the next row's codes asked for before the current row's sums, 34.6 (two blocks) and 33.6 (three). */
+ * the screen alone at OLMoE-1B-7B's lm_head shape (both passes, bench_model_ops --screen): 33.0 us; at
+ * four blocks (64 registers, spills) 35.7; with the next row's codes asked for before the current row's
+ * sums, 34.6 (two blocks) and 33.6 (three); the FP32 path at two blocks (109 registers) 35.6. */
 constexpr int kScreenIntBlocks = 3;
 /* The integer path's bound terms (decode_screen.cuh): a level's error in units of sigma, 1/2 + 2^-7
  * (covers 1/2 + P (2u + u^2) for every P <= 32,767), and the relative error of fl(fl(s sigma) fl(t)),
@@ -64,7 +65,7 @@ __device__ __forceinline__ int screen_levels(uint32_t in) {
     return p < 32767 ? p : 32767;
 }
 
-/* |x_j| and x_j as 16-bit integers at the step's 1 / sigma (`inv`), packed in pairs (low half first). */
+/* Two inputs as levels (16-bit integers at the step's 1 / sigma, `inv`), packed in one word, a's low. */
 __device__ __forceinline__ int pack_levels(float a, float b, float inv, int P) {
     const int pa = max(-P, min(P, __float2int_rn(a * inv))), pb = max(-P, min(P, __float2int_rn(b * inv)));
     return (int)(((uint32_t)pa & 0xffffu) | ((uint32_t)pb << 16));
