@@ -58,6 +58,10 @@ struct TlScope {
     __device__ void mark(int n) const {
         if (i != ~0u) tl_buf[i].t_mark[n] = tl_now();
     }
+    /* point n at a time taken earlier (tl_now), e.g. the latest of the block's warps */
+    __device__ void mark_at(int n, uint64_t t) const {
+        if (i != ~0u) tl_buf[i].t_mark[n] = t;
+    }
     __device__ ~TlScope() {
         if ((threadIdx.x & 31u) == 0 && i != ~0u)
             atomicMax(reinterpret_cast<unsigned long long *>(&tl_buf[i].t_exit), (unsigned long long)tl_now());
@@ -70,6 +74,8 @@ struct TlScope {
 #define HZ_TL_SCOPE0(kind, tag, info, info2) const TlScope<false> tl_scope_((kind), (uint64_t)(uintptr_t)(tag), (info), (info2))
 #define HZ_TL_WAITED() tl_scope_.waited()
 #define HZ_TL_MARK(n) tl_scope_.mark(n)
+#define HZ_TL_MARK_AT(n, t) tl_scope_.mark_at((n), (t))
+#define HZ_TL_NOW() tl_now()
 #define HZ_TL_HOST(name)                                                                                   \
     extern "C" void hz_tl_arm_##name(int on) {                                                             \
         unsigned z = 0;                                                                                    \
@@ -91,6 +97,7 @@ struct TlScope {
 #define HZ_TL_SCOPE0(kind, tag, info, info2) ((void)0)
 #define HZ_TL_WAITED() ((void)0)
 #define HZ_TL_MARK(n) ((void)0)
+#define HZ_TL_MARK_AT(n, t) ((void)0)
 #define HZ_TL_HOST(name)
 #endif
 

@@ -120,7 +120,10 @@ __host__ __device__ inline uint32_t gu_smem_bytes(const BulkGuParams &p, uint32_
 template <int kSplit>
 __global__ void HZ_GU_BOUNDS(kSplit) bulk_gate_up_kernel(const __grid_constant__ BulkGuParams p) {
     extern __shared__ __align__(128) uint8_t sm[];
-    HZ_TL_SCOPE0(HZ_TL_EXPERTS, 1, gridDim.x, 0); /* tag 1: the two-pass gate_up; mark 0: warp 0's tile in */
+    HZ_TL_SCOPE0(HZ_TL_EXPERTS, 1, gridDim.x, 0); /* tag 1: the two-pass gate_up; mark 0: warp 0's tile in,
+                                                    * mark 1: the block's last tile in, mark 2: its sums done
+                                                    * (split kernels) */
+
     /* Launched with programmatic dependent launch (HZ_W4A16_PDL), the grid is placed while the kernel
      * before it (the router) still runs: the blob addresses and x are read only after the wait. The
      * down kernel is released only after it too, since that kernel reads the blob addresses before its
@@ -136,6 +139,12 @@ __global__ void HZ_GU_BOUNDS(kSplit) bulk_gate_up_kernel(const __grid_constant__
     uint8_t *tile = sm + p.xs_bytes + 128u + slot * p.warp_bytes;
     uint8_t *tg = tile, *tu = tile + kGuTileRows * row_bytes, *tsg = tile + 2u * kGuTileRows * row_bytes;
     uint8_t *tsu = tsg + p.sc_bytes;
+#ifdef HZ_TIMELINE
+    /* the latest tile-in stamp: the last word of the barriers' 128 bytes (kMaxGuWarps barriers use 64);
+     * static shared memory would not fit beside the opt-in maximum the launcher asks for */
+    unsigned long long &tl_last_tile = *(reinterpret_cast<unsigned long long *>(sm + p.xs_bytes) + 15);
+    if (threadIdx.x == 0) tl_last_tile = 0;
+#endif
 
     const uint32_t gw = blockIdx.x * tw + slot, e = gw / p.tiles, i0 = (gw % p.tiles) * kGuTileRows;
     const bool warp_ok = e < p.n;
@@ -165,6 +174,9 @@ __global__ void HZ_GU_BOUNDS(kSplit) bulk_gate_up_kernel(const __grid_constant__
     if (rows) {
         mbar_wait(bar, 0);
         if (threadIdx.x == 0) HZ_TL_MARK(0);
+#ifdef HZ_TIMELINE
+        if (lane == 0) atomicMax(&tl_last_tile, (unsigned long long)HZ_TL_NOW());
+#endif
         /* Lanes of rows past the end compute on row 0's data and discard it (MMA rows are independent). */
         const uint32_t r = row_ok ? g : 0u;
         const uint8_t *qg = tg + r * row_bytes + 16u * t, *qu = tu + r * row_bytes + 16u * t;
@@ -193,6 +205,12 @@ __global__ void HZ_GU_BOUNDS(kSplit) bulk_gate_up_kernel(const __grid_constant__
         red[((slot * kSplit + part) * kGuTileRows + g) * 2u + 1u] = acc_u;
     }
     __syncthreads();
+#ifdef HZ_TIMELINE
+    if (threadIdx.x == 0) {
+        HZ_TL_MARK_AT(1, tl_last_tile);
+        HZ_TL_MARK(2);
+    }
+#endif
     for (uint32_t idx = threadIdx.x; idx < tw * kGuTileRows; idx += blockDim.x) {
         const uint32_t k = idx / kGuTileRows, gg = idx % kGuTileRows, tl = blockIdx.x * tw + k;
         const uint32_t te = tl / p.tiles, ti0 = (tl % p.tiles) * kGuTileRows, ii = ti0 + gg;
