@@ -52,6 +52,13 @@ typedef struct {
                   * codes with the error of x's levels (the integer path, rows of at most 2,048 values) */
 } shape;
 
+/* The integer path's largest level for rows of n values (decode_screen.cuh): no sum of n products of a
+ * code (|q| <= 127) and a level leaves int32, and a level fits 16 bits. */
+static uint32_t levels_p(uint32_t n) {
+    const uint32_t p = 0x7fffffffu / (127u * n);
+    return p < 32767u ? p : 32767u;
+}
+
 static int failures = 0, flips = 0;
 #define CHECK(cond, ...)                                                                                   \
     do {                                                                                                   \
@@ -96,7 +103,7 @@ static void run_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t st
         /* x for the tight levels: one input at 1 (it sets sigma = 1 / P, rounded up), every other one
          * 0.32-0.44 of sigma, so its level is 0 and its whole value the level's error: the level term
          * then outweighs the weights' rounding term, which scales with sum |x| */
-        const uint32_t P = 0x7fffffffu / (127u * N) < 32767u ? 0x7fffffffu / (127u * N) : 32767u;
+        const uint32_t P = levels_p(N);
         const float sigma = 1.0f / (float)P;
         x[0] = hz_f32_to_f16(1.0f);
         for (uint32_t i = 1; i < N; i++) {
@@ -190,7 +197,7 @@ static void run_shape(const shape *sh, const hz_decode_dev *dev, cudaStream_t st
          * sigma (clear of the rounding's half-way point), zero elsewhere: the levels' errors add up over
          * the row as the bound's level term assumes in the worst case. */
         if (sh->tight == 2) {
-            const uint32_t P = 0x7fffffffu / (127u * N) < 32767u ? 0x7fffffffu / (127u * N) : 32767u;
+            const uint32_t P = levels_p(N);
             float xmax = 0.0f;
             for (uint32_t i = 0; i < N; i++) xmax = fmaxf(xmax, fabsf(hz_f16_to_f32(xb[i])));
             const double sig = (double)xmax / (double)P;
