@@ -90,7 +90,8 @@ struct BulkGuParams {
     uint32_t tiles;     /* row tiles per expert: ceil(ikp / 8) (tiles past inter_n write zeros) */
     uint32_t xs_bytes;  /* staged x records, rounded to 128 */
     uint32_t sc_bytes;  /* one projection's scales of a tile, rounded to 16 */
-    uint32_t warp_bytes; /* one warp's tile: 2 x 8 code rows + 2 x sc_bytes, rounded to 128 */
+    uint32_t warp_bytes; /* one warp's tile: 8 gate code rows, 64 bytes, 8 up code rows, 2 x sc_bytes
+                          * (a multiple of 16; see the kernel for the 64 bytes) */
     uint32_t f16_magic;  /* HZ_F16_MAGIC, see hz_and_or */
 };
 
@@ -137,7 +138,7 @@ __global__ void HZ_GU_BOUNDS(kSplit) bulk_gate_up_kernel(const __grid_constant__
     uint32_t *xs = reinterpret_cast<uint32_t *>(sm);
     uint64_t *bar = reinterpret_cast<uint64_t *>(sm + p.xs_bytes) + slot;
     uint8_t *tile = sm + p.xs_bytes + 128u + slot * p.warp_bytes;
-    uint8_t *tg = tile, *tu = tile + kGuTileRows * row_bytes, *tsg = tile + 2u * kGuTileRows * row_bytes;
+    uint8_t *tg = tile, *tu = tile + kGuTileRows * row_bytes + 64u, *tsg = tu + kGuTileRows * row_bytes;
     uint8_t *tsu = tsg + p.sc_bytes;
 #ifdef HZ_TIMELINE
     /* the latest tile-in stamp: the last word of the barriers' 128 bytes (kMaxGuWarps barriers use 64);
@@ -179,19 +180,27 @@ __global__ void HZ_GU_BOUNDS(kSplit) bulk_gate_up_kernel(const __grid_constant__
 #endif
         /* Lanes of rows past the end compute on row 0's data and discard it (MMA rows are independent). */
         const uint32_t r = row_ok ? g : 0u;
+        /* Lanes of odd rows take the up row as MMA row g and the gate row as row g + 8: the up codes
+         * sit 64 bytes off a 128-byte boundary (BulkGuParams::warp_bytes), so the quarter-warp that reads rows g
+         * and g + 1 in one phase reads two halves of the banks, not one half twice. */
+        const bool swap = (g & 1u) != 0;
         const uint8_t *qg = tg + r * row_bytes + 16u * t, *qu = tu + r * row_bytes + 16u * t;
         const __half *sg = reinterpret_cast<const __half *>(tsg) + r * nblocks;
         const __half *su = reinterpret_cast<const __half *>(tsu) + r * nblocks;
-        float d[4][4] = {};
+        const uint8_t *qa = swap ? qu : qg, *qb = swap ? qg : qu;
+        const __half *sa = swap ? su : sg, *sb = swap ? sg : su;
+        float acc_a = 0.0f, acc_b = 0.0f, d[4][4] = {};
 #pragma unroll 2
         for (uint32_t s = s0; s < s1; s++) {
-            const uint4 a = *reinterpret_cast<const uint4 *>(qg + 64u * s);
-            const uint4 b = *reinterpret_cast<const uint4 *>(qu + 64u * s);
+            const uint4 a = *reinterpret_cast<const uint4 *>(qa + 64u * s);
+            const uint4 b = *reinterpret_cast<const uint4 *>(qb + 64u * s);
             uint32_t xh[16];
             hz_lds_pairs(xs + (4u * s + t) * kActWords, xh);
             hz_mma_segment(d, a, b, xh, p.f16_magic);
-            if (s & 1u) hz_mma_fold(d, __half2float(sg[s >> 1]), __half2float(su[s >> 1]), acc_g, acc_u);
+            if (s & 1u) hz_mma_fold(d, __half2float(sa[s >> 1]), __half2float(sb[s >> 1]), acc_a, acc_b);
         }
+        acc_g = swap ? acc_b : acc_a;
+        acc_u = swap ? acc_a : acc_b;
     }
     if (kSplit == 1) {
         if (t == 0 && i < p.ikp)
@@ -237,7 +246,7 @@ struct BulkDnParams {
     uint32_t hidden, ikp, n;
     uint32_t act_bytes;  /* one expert's intermediate, ikp FP16 (a multiple of 512 bytes, == 2 * ikp) */
     uint32_t sc_bytes;   /* scales of 16 rows, rounded to 16 */
-    uint32_t tile_bytes; /* one expert's 16 code rows + scales, rounded to 128 */
+    uint32_t tile_bytes; /* one expert's 8 code rows, 64 bytes, 8 code rows, scales (a multiple of 16) */
     uint32_t f16_magic;  /* HZ_F16_MAGIC, see hz_and_or */
     uint32_t inter_tma;  /* the intermediate staged by one bulk copy (16-byte aligned), else by loads */
 };
@@ -277,14 +286,19 @@ __global__ void HZ_DN_BOUNDS(kSplit) bulk_down_kernel(const __grid_constant__ Bu
     hz_griddep_launch_dependents(); /* as in the fused kernel: the next kernel waits before reading */
     if (part == 0 && lane == 0) {
         /* The blobs are not written by the gate_up pass: this may run before griddepcontrol.wait. */
-        const uint32_t cb = rows * row_bytes, sb = round_up(rows * nblocks * 2u, 16u);
+        /* rows 0-7, then rows 8-15 64 bytes further (see the loop below), then the scales */
+        const uint32_t r0 = min(rows, 8u), sb = round_up(rows * nblocks * 2u, 16u);
         for (uint32_t e = warp; e < p.n; e += warps) {
             const uint8_t *blob = hz_blob(p.ptrs, p.blobs_dev, (int)e);
+            const uint8_t *src = blob + p.down_q + (uint64_t)j0 * row_bytes;
             uint8_t *tile = tiles + e * p.tile_bytes;
             mbar_init(&bars[e]);
-            mbar_expect(&bars[e], cb + sb);
-            bulk_copy_stream(tile, blob + p.down_q + (uint64_t)j0 * row_bytes, cb, &bars[e]);
-            bulk_copy_stream(tile + kDnTileRows * row_bytes, blob + p.down_s + (uint64_t)j0 * nblocks * 2u, sb, &bars[e]);
+            mbar_expect(&bars[e], rows * row_bytes + sb);
+            bulk_copy_stream(tile, src, r0 * row_bytes, &bars[e]);
+            if (rows > 8u)
+                bulk_copy_stream(tile + 8u * row_bytes + 64u, src + 8u * row_bytes, (rows - 8u) * row_bytes, &bars[e]);
+            bulk_copy_stream(tile + kDnTileRows * row_bytes + 64u, blob + p.down_s + (uint64_t)j0 * nblocks * 2u, sb,
+                             &bars[e]);
         }
     }
     /* Everything below reads what the gate_up pass wrote (the intermediate) or what came before it. */
@@ -316,12 +330,18 @@ __global__ void HZ_DN_BOUNDS(kSplit) bulk_down_kernel(const __grid_constant__ Bu
     const uint32_t g = lane >> 2, t = lane & 3u;
     const uint32_t ra = g < rows ? g : 0u, rb = g + 8u < rows ? g + 8u : 0u;
     for (uint32_t e = warp; e < p.n; e += warps) {
-        const uint8_t *tile = tiles + e * p.tile_bytes, *ts = tile + kDnTileRows * row_bytes;
+        const uint8_t *tile = tiles + e * p.tile_bytes, *ts = tile + kDnTileRows * row_bytes + 64u;
         const __half *act = reinterpret_cast<const __half *>(acts + e * p.act_bytes);
         mbar_wait(&bars[e], 0);
-        const uint8_t *qa = tile + ra * row_bytes + 16u * t, *qb = tile + rb * row_bytes + 16u * t;
-        const __half *sa = reinterpret_cast<const __half *>(ts) + ra * nblocks;
-        const __half *sb = reinterpret_cast<const __half *>(ts) + rb * nblocks;
+        /* Rows 8-15 sit 64 bytes off a 128-byte boundary, and lanes of odd g take row g + 8 as MMA row g
+         * (and row g as MMA row g + 8): the quarter-warp that reads for g and g + 1 in one phase then
+         * reads two halves of the banks, not one half twice. */
+        const bool swap = (g & 1u) != 0;
+        const uint32_t xa = swap ? rb : ra, xb = swap ? ra : rb;
+        const uint8_t *qa = tile + xa * row_bytes + (xa >= 8u ? 64u : 0u) + 16u * t;
+        const uint8_t *qb = tile + xb * row_bytes + (xb >= 8u ? 64u : 0u) + 16u * t;
+        const __half *sa = reinterpret_cast<const __half *>(ts) + xa * nblocks;
+        const __half *sb = reinterpret_cast<const __half *>(ts) + xb * nblocks;
         float acc_a = 0.0f, acc_b = 0.0f, d[4][4] = {};
 #pragma unroll 2
         for (uint32_t s = s0; s < s1; s++) {
@@ -333,8 +353,8 @@ __global__ void HZ_DN_BOUNDS(kSplit) bulk_down_kernel(const __grid_constant__ Bu
             if (s & 1u) hz_mma_fold(d, __half2float(sa[s >> 1]), __half2float(sb[s >> 1]), acc_a, acc_b);
         }
         if (t == 0) {
-            ys[(e * kSplit + part) * kDnTileRows + g] = acc_a;
-            ys[(e * kSplit + part) * kDnTileRows + g + 8u] = acc_b;
+            ys[(e * kSplit + part) * kDnTileRows + g] = swap ? acc_b : acc_a;
+            ys[(e * kSplit + part) * kDnTileRows + g + 8u] = swap ? acc_a : acc_b;
         }
     }
     __syncthreads();
@@ -775,7 +795,7 @@ int hz_w4a16_bulk_gate_up_launch(const hz_w4a16_args *a, void *stream) {
     p.tiles = (p.ikp + kGuTileRows - 1u) / kGuTileRows;
     p.xs_bytes = round_up((p.hkp / HZ_QCHUNK) * kActWords * 4u, 128u);
     p.sc_bytes = round_up(kGuTileRows * (p.hkp / HZ_QBLOCK) * 2u, 16u);
-    p.warp_bytes = round_up(2u * kGuTileRows * (p.hkp / 2u) + 2u * p.sc_bytes, 128u);
+    p.warp_bytes = 2u * kGuTileRows * (p.hkp / 2u) + 64u + 2u * p.sc_bytes;
     /* Eight warps per block unless that would leave more than half the SMs without a block. */
     const uint64_t tiles = (uint64_t)p.n * p.tiles;
     uint32_t warps = kMaxGuWarps;
@@ -805,7 +825,7 @@ int hz_w4a16_bulk_down_launch(const hz_w4a16_args *a, void *stream) {
     p.inter_tma = ((uintptr_t)p.inter & 15u) == 0 && dn_tma_enabled();
     p.act_bytes = p.ikp * 2u;
     p.sc_bytes = round_up(kDnTileRows * (p.ikp / HZ_QBLOCK) * 2u, 16u);
-    p.tile_bytes = round_up(kDnTileRows * (p.ikp / 2u) + p.sc_bytes, 128u);
+    p.tile_bytes = kDnTileRows * (p.ikp / 2u) + 64u + p.sc_bytes;
     const uint32_t split = p.ikp / HZ_QBLOCK >= 2u ? dn_split() : 1u; /* a part needs a 256-block */
     const uint32_t smem = dn_smem_bytes(p, split);
     if (smem > (uint32_t)di.smem_optin) return kHzBulkNotApplicable;
