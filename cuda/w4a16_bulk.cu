@@ -104,8 +104,8 @@ __host__ __device__ inline uint32_t gu_smem_bytes(const BulkGuParams &p, uint32_
  * that the same blocks share an SM as there (a down block beside a gate_up block, the next q/k/v GEMV's
  * beside both; doc/benchmarks.md, twelfth round). */
 #ifdef HZ_TIMELINE
-#define HZ_GU_BOUNDS(split) __maxnreg__((split) == 1 ? 66 : 63)
-#define HZ_DN_BOUNDS(split) __maxnreg__((split) == 1 ? 64 : 63)
+#define HZ_GU_BOUNDS(split) __maxnreg__((split) == 1 ? 71 : 64)
+#define HZ_DN_BOUNDS(split) __maxnreg__((split) == 1 ? 80 : 63)
 #else
 #define HZ_GU_BOUNDS(split) __launch_bounds__(kMaxGuWarps * (split) * 32, 1)
 #define HZ_DN_BOUNDS(split) __launch_bounds__(kMaxDnWarps * (split) * 32, (split) == 1 ? 1 : (split))
@@ -113,7 +113,8 @@ __host__ __device__ inline uint32_t gu_smem_bytes(const BulkGuParams &p, uint32_
 
 /* At least one block per SM (not the default's occupancy target): ptxas then keeps the lane's row
  * addresses, the thread index and the FP16 magic in registers instead of recomputing them on every
- * pass of the segment loop (213 -> 199 instructions per pass, 64 -> 66 registers; nvdisasm, sm_90).
+ * pass of the segment loop (213 -> 199 instructions per pass, 64 -> 66 registers; nvdisasm, sm_90; 71
+ * since the lanes of odd rows swap their two rows, and 64 with the split, the 512 threads' cap).
  * kSplit warps share each row tile: warp w computes part w % kSplit of K (a run of 256-blocks, as the
  * fused kernel splits it) of tile w / kSplit, so each warp's math after its tile has landed is 1/kSplit
  * as long; the parts' FP32 sums are added in part order, as in the fused kernel, which then computes
@@ -167,8 +168,8 @@ __global__ void HZ_GU_BOUNDS(kSplit) bulk_gate_up_kernel(const __grid_constant__
     const uint32_t g = lane >> 2, t = lane & 3u, i = i0 + g;
     const bool row_ok = g < rows;
     /* this part's segments (two per 256-block): blocks [part * nblocks / kSplit, (part + 1) * ...);
-     * unsplit, the bounds written as before (hkp / 128 == 2 * nblocks), which keeps ptxas's register
-     * allocation of that kernel (66) */
+     * unsplit, the bounds written as before (hkp / 128 == 2 * nblocks), which kept ptxas's register
+     * allocation of that kernel as it was (66, before the row swap) */
     const uint32_t s0 = kSplit == 1 ? 0u : 2u * (part * nblocks / kSplit);
     const uint32_t s1 = kSplit == 1 ? p.hkp / 128u : 2u * ((part + 1u) * nblocks / kSplit);
     float acc_g = 0.0f, acc_u = 0.0f;
@@ -265,7 +266,8 @@ __host__ __device__ inline uint32_t dn_smem_bytes(const BulkDnParams &p, uint32_
  * with its own barrier and tile), warp w the part w % kSplit of K (a run of 256-blocks, as the fused
  * kernel splits it); the parts' sums are added in part order, as in the fused kernel. With the split,
  * two blocks' worth of registers per SM (63 per thread, none spilled; 78 without), so that a block still
- * fits beside a gate_up block. Without the split, one block per SM (71 registers; 64 before): hz-bench
+ * fits beside a gate_up block. Without the split, one block per SM (80 registers since the row swap, 71
+ * before it, 64 before the split): hz-bench
  * OLMoE c64 with that split, H200, 2026-12-01: 1,586.5 -> 1,602.7 tok/s (doc/benchmarks.md,
  * thirty-second round). */
 template <int kSplit>
