@@ -9,7 +9,7 @@
  * down: a block owns 16 output rows; warp e stages expert e's 16 rows of down codes and scales the same
  *   way. Launched with programmatic dependent launch, the copies are issued before griddepcontrol.wait,
  *   so the down weights stream in while gate_up still runs (the two blocks fit on one SM together for
- *   the model shapes: about 138 KB + 84 KB of the 227 KB for OLMoE). After the wait each warp copies
+ *   the model shapes: about 140 KB + 85 KB of the 227 KB for OLMoE). After the wait each warp copies
  *   its expert's intermediate (FP16, from L2) into shared memory, and the rows' expert sums are added
  *   in the given order by one thread per row, as in the register path.
  *
