@@ -504,6 +504,7 @@ int main(int argc, char **argv) {
         {"wide", 3000, 520, 6, 5, 2},      /* three chunks per lane in gate/up */
         {"many", 96, 40, 13, 11, 3},       /* more experts than warps per block in down */
         {"single", 512, 768, 2, 1, 3},     /* one expert: down splits rows across all warps */
+        {"ragged", 1004, 300, 6, 4, 2},    /* down's last row tile 12 rows, gate_up's last 4 */
     };
     const char *tr = getenv("HZ_GPU_TEST_TRIALS");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
