@@ -36,6 +36,12 @@ constexpr uint32_t kMaxGuWarps = 8;
 
 __host__ __device__ constexpr uint32_t round_up(uint32_t v, uint32_t a) { return (v + a - 1u) / a * a; }
 
+/* The offset that moves a code row from one half of the shared-memory banks to the other. Code rows are
+ * a multiple of 128 bytes long, so the two rows that one quarter-warp reads in a phase (MMA rows g and
+ * g + 1) would hit the same 16 banks; the kernels put one of every pair of rows this far off (gate_up:
+ * the up codes; down: rows 8-15) and let the lanes of odd g read that row first. */
+constexpr uint32_t kBankHalf = 64;
+
 /* The 16 words (32 FP16 values, 64 bytes) at src, as stored; kL2Only: read through L2 only (__ldcg),
  * for data another kernel of the step wrote. */
 template <bool kL2Only>
@@ -90,8 +96,8 @@ struct BulkGuParams {
     uint32_t tiles;     /* row tiles per expert: ceil(ikp / 8) (tiles past inter_n write zeros) */
     uint32_t xs_bytes;  /* staged x records, rounded to 128 */
     uint32_t sc_bytes;  /* one projection's scales of a tile, rounded to 16 */
-    uint32_t warp_bytes; /* one warp's tile: 8 gate code rows, 64 bytes, 8 up code rows, 2 x sc_bytes
-                          * (a multiple of 16; see the kernel for the 64 bytes) */
+    uint32_t warp_bytes; /* one warp's tile: 8 gate code rows, kBankHalf bytes, 8 up code rows,
+                          * 2 x sc_bytes (a multiple of 16) */
     uint32_t f16_magic;  /* HZ_F16_MAGIC, see hz_and_or */
 };
 
@@ -114,7 +120,7 @@ __host__ __device__ inline uint32_t gu_smem_bytes(const BulkGuParams &p, uint32_
 /* At least one block per SM (not the default's occupancy target): ptxas then keeps the lane's row
  * addresses, the thread index and the FP16 magic in registers instead of recomputing them on every
  * pass of the segment loop (213 -> 199 instructions per pass, 64 -> 66 registers; nvdisasm, sm_90; 71
- * since the lanes of odd rows swap their two rows, and 64 with the split, the 512 threads' cap).
+ * since the lanes of odd rows swap their two rows, 64 with the split).
  * kSplit warps share each row tile: warp w computes part w % kSplit of K (a run of 256-blocks, as the
  * fused kernel splits it) of tile w / kSplit, so each warp's math after its tile has landed is 1/kSplit
  * as long; the parts' FP32 sums are added in part order, as in the fused kernel, which then computes
@@ -139,7 +145,7 @@ __global__ void HZ_GU_BOUNDS(kSplit) bulk_gate_up_kernel(const __grid_constant__
     uint32_t *xs = reinterpret_cast<uint32_t *>(sm);
     uint64_t *bar = reinterpret_cast<uint64_t *>(sm + p.xs_bytes) + slot;
     uint8_t *tile = sm + p.xs_bytes + 128u + slot * p.warp_bytes;
-    uint8_t *tg = tile, *tu = tile + kGuTileRows * row_bytes + 64u, *tsg = tu + kGuTileRows * row_bytes;
+    uint8_t *tg = tile, *tu = tile + kGuTileRows * row_bytes + kBankHalf, *tsg = tu + kGuTileRows * row_bytes;
     uint8_t *tsu = tsg + p.sc_bytes;
 #ifdef HZ_TIMELINE
     /* the latest tile-in stamp: the last word of the barriers' 128 bytes (kMaxGuWarps barriers use 64);
@@ -181,9 +187,7 @@ __global__ void HZ_GU_BOUNDS(kSplit) bulk_gate_up_kernel(const __grid_constant__
 #endif
         /* Lanes of rows past the end compute on row 0's data and discard it (MMA rows are independent). */
         const uint32_t r = row_ok ? g : 0u;
-        /* Lanes of odd rows take the up row as MMA row g and the gate row as row g + 8: the up codes
-         * sit 64 bytes off a 128-byte boundary (BulkGuParams::warp_bytes), so the quarter-warp that reads rows g
-         * and g + 1 in one phase reads two halves of the banks, not one half twice. */
+        /* Lanes of odd rows take the up row as MMA row g and the gate row as row g + 8 (kBankHalf). */
         const bool swap = (g & 1u) != 0;
         const uint8_t *qg = tg + r * row_bytes + 16u * t, *qu = tu + r * row_bytes + 16u * t;
         const __half *sg = reinterpret_cast<const __half *>(tsg) + r * nblocks;
@@ -247,7 +251,8 @@ struct BulkDnParams {
     uint32_t hidden, ikp, n;
     uint32_t act_bytes;  /* one expert's intermediate, ikp FP16 (a multiple of 512 bytes, == 2 * ikp) */
     uint32_t sc_bytes;   /* scales of 16 rows, rounded to 16 */
-    uint32_t tile_bytes; /* one expert's 8 code rows, 64 bytes, 8 code rows, scales (a multiple of 16) */
+    uint32_t tile_bytes; /* one expert's 8 code rows, kBankHalf bytes, 8 code rows, scales (a multiple
+                          * of 16) */
     uint32_t f16_magic;  /* HZ_F16_MAGIC, see hz_and_or */
     uint32_t inter_tma;  /* the intermediate staged by one bulk copy (16-byte aligned), else by loads */
 };
@@ -288,7 +293,7 @@ __global__ void HZ_DN_BOUNDS(kSplit) bulk_down_kernel(const __grid_constant__ Bu
     hz_griddep_launch_dependents(); /* as in the fused kernel: the next kernel waits before reading */
     if (part == 0 && lane == 0) {
         /* The blobs are not written by the gate_up pass: this may run before griddepcontrol.wait. */
-        /* rows 0-7, then rows 8-15 64 bytes further (see the loop below), then the scales */
+        /* rows 0-7, then rows 8-15 kBankHalf bytes further, then the scales */
         const uint32_t r0 = min(rows, 8u), sb = round_up(rows * nblocks * 2u, 16u);
         for (uint32_t e = warp; e < p.n; e += warps) {
             const uint8_t *blob = hz_blob(p.ptrs, p.blobs_dev, (int)e);
@@ -298,9 +303,10 @@ __global__ void HZ_DN_BOUNDS(kSplit) bulk_down_kernel(const __grid_constant__ Bu
             mbar_expect(&bars[e], rows * row_bytes + sb);
             bulk_copy_stream(tile, src, r0 * row_bytes, &bars[e]);
             if (rows > 8u)
-                bulk_copy_stream(tile + 8u * row_bytes + 64u, src + 8u * row_bytes, (rows - 8u) * row_bytes, &bars[e]);
-            bulk_copy_stream(tile + kDnTileRows * row_bytes + 64u, blob + p.down_s + (uint64_t)j0 * nblocks * 2u, sb,
-                             &bars[e]);
+                bulk_copy_stream(tile + 8u * row_bytes + kBankHalf, src + 8u * row_bytes, (rows - 8u) * row_bytes,
+                                 &bars[e]);
+            bulk_copy_stream(tile + kDnTileRows * row_bytes + kBankHalf, blob + p.down_s + (uint64_t)j0 * nblocks * 2u,
+                             sb, &bars[e]);
         }
     }
     /* Everything below reads what the gate_up pass wrote (the intermediate) or what came before it. */
@@ -332,16 +338,14 @@ __global__ void HZ_DN_BOUNDS(kSplit) bulk_down_kernel(const __grid_constant__ Bu
     const uint32_t g = lane >> 2, t = lane & 3u;
     const uint32_t ra = g < rows ? g : 0u, rb = g + 8u < rows ? g + 8u : 0u;
     for (uint32_t e = warp; e < p.n; e += warps) {
-        const uint8_t *tile = tiles + e * p.tile_bytes, *ts = tile + kDnTileRows * row_bytes + 64u;
+        const uint8_t *tile = tiles + e * p.tile_bytes, *ts = tile + kDnTileRows * row_bytes + kBankHalf;
         const __half *act = reinterpret_cast<const __half *>(acts + e * p.act_bytes);
         mbar_wait(&bars[e], 0);
-        /* Rows 8-15 sit 64 bytes off a 128-byte boundary, and lanes of odd g take row g + 8 as MMA row g
-         * (and row g as MMA row g + 8): the quarter-warp that reads for g and g + 1 in one phase then
-         * reads two halves of the banks, not one half twice. */
+        /* Lanes of odd g take row g + 8 as MMA row g and row g as MMA row g + 8 (kBankHalf). */
         const bool swap = (g & 1u) != 0;
         const uint32_t xa = swap ? rb : ra, xb = swap ? ra : rb;
-        const uint8_t *qa = tile + xa * row_bytes + (xa >= 8u ? 64u : 0u) + 16u * t;
-        const uint8_t *qb = tile + xb * row_bytes + (xb >= 8u ? 64u : 0u) + 16u * t;
+        const uint8_t *qa = tile + xa * row_bytes + (xa >= 8u ? kBankHalf : 0u) + 16u * t;
+        const uint8_t *qb = tile + xb * row_bytes + (xb >= 8u ? kBankHalf : 0u) + 16u * t;
         const __half *sa = reinterpret_cast<const __half *>(ts) + xa * nblocks;
         const __half *sb = reinterpret_cast<const __half *>(ts) + xb * nblocks;
         float acc_a = 0.0f, acc_b = 0.0f, d[4][4] = {};
@@ -797,7 +801,7 @@ int hz_w4a16_bulk_gate_up_launch(const hz_w4a16_args *a, void *stream) {
     p.tiles = (p.ikp + kGuTileRows - 1u) / kGuTileRows;
     p.xs_bytes = round_up((p.hkp / HZ_QCHUNK) * kActWords * 4u, 128u);
     p.sc_bytes = round_up(kGuTileRows * (p.hkp / HZ_QBLOCK) * 2u, 16u);
-    p.warp_bytes = 2u * kGuTileRows * (p.hkp / 2u) + 64u + 2u * p.sc_bytes;
+    p.warp_bytes = 2u * kGuTileRows * (p.hkp / 2u) + kBankHalf + 2u * p.sc_bytes;
     /* Eight warps per block unless that would leave more than half the SMs without a block. */
     const uint64_t tiles = (uint64_t)p.n * p.tiles;
     uint32_t warps = kMaxGuWarps;
@@ -827,7 +831,7 @@ int hz_w4a16_bulk_down_launch(const hz_w4a16_args *a, void *stream) {
     p.inter_tma = ((uintptr_t)p.inter & 15u) == 0 && dn_tma_enabled();
     p.act_bytes = p.ikp * 2u;
     p.sc_bytes = round_up(kDnTileRows * (p.ikp / HZ_QBLOCK) * 2u, 16u);
-    p.tile_bytes = kDnTileRows * (p.ikp / 2u) + 64u + p.sc_bytes;
+    p.tile_bytes = kDnTileRows * (p.ikp / 2u) + kBankHalf + p.sc_bytes;
     const uint32_t split = p.ikp / HZ_QBLOCK >= 2u ? dn_split() : 1u; /* a part needs a 256-block */
     const uint32_t smem = dn_smem_bytes(p, split);
     if (smem > (uint32_t)di.smem_optin) return kHzBulkNotApplicable;
