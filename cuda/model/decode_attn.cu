@@ -22,7 +22,9 @@
  *   - the lanes per K row are a compile-time constant, so the score pass is straight-line code with
  *     all its loads and shuffles in flight together. */
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "decode_launch.cuh"
 #include "decode_ops.cuh"
@@ -122,6 +124,102 @@ __device__ __forceinline__ void norm_rope_pair(float x0, float x1, bool norm, fl
     }
     y0 = round16(__fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s)));
     y1 = round16(__fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s)));
+}
+
+/* The step's q, k and v of the current position, read through L2 (the previous grid wrote them) with
+ * all loads in flight at once: q over the full width when normed, else head h's row; with_kv: k (the
+ * full width when normed, else KV head hk's row) and v of KV head hk. This head's rows go to qraw,
+ * kraw and vcur, and each warp's sums of squares of q and k to red[2w], red[2w + 1] (normed only).
+ * Run by NT threads; the caller's barrier publishes what it wrote. */
+template <uint32_t NT>
+__device__ __forceinline__ void read_qkv(const hz_dattn_args &a, uint32_t nc, uint32_t h, uint32_t hk, bool norm,
+                                         bool with_kv, bool vec, uint32_t tid, uint4 *qraw, uint4 *kraw,
+                                         uint4 *vcur, float *red) {
+    const uint32_t lane = tid % kWarp, warp = tid / kWarp;
+    const uint32_t nq = norm ? a.heads * nc : nc, q_lo = norm ? 0u : h * nc;
+    const uint32_t nk = with_kv ? (norm ? a.kv_heads * nc : nc) : 0u, k_lo = norm ? 0u : hk * nc;
+    const uint32_t n_items = nq + nk + (with_kv ? nc : 0u);
+    float ssq = 0.0f, ssk = 0.0f;
+    for (uint32_t b0 = 0; b0 < n_items; b0 += kLd * NT) {
+        uint4 x[kLd];
+#pragma unroll
+        for (int u = 0; u < kLd; u++) {
+            const uint32_t it = b0 + (uint32_t)u * NT + tid;
+            const uint16_t *src = it < nq        ? a.q + (size_t)(q_lo + it) * 8u
+                                  : it < nq + nk ? a.k + (size_t)(k_lo + it - nq) * 8u
+                                                 : a.v + (size_t)(hk * nc + it - nq - nk) * 8u;
+            x[u] = it < n_items ? ld8(src, vec) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < kLd; u++) {
+            const uint32_t it = b0 + (uint32_t)u * NT + tid;
+            if (it < nq) {
+                const uint32_t e = q_lo + it;
+                ssq = sumsq8(x[u], ssq);
+                if (e - h * nc < nc) qraw[e - h * nc] = x[u];
+            } else if (it < nq + nk) {
+                const uint32_t e = k_lo + it - nq;
+                ssk = sumsq8(x[u], ssk);
+                if (e - hk * nc < nc) kraw[e - hk * nc] = x[u];
+            } else if (it < n_items) {
+                vcur[it - nq - nk] = x[u];
+            }
+        }
+    }
+    if (norm) {
+        ssq = warp_sum(ssq);
+        ssk = warp_sum(ssk);
+        if (lane == 0) {
+            red[2u * warp] = ssq;
+            red[2u * warp + 1u] = ssk;
+        }
+    }
+}
+
+/* What thread i < D/2 loads before the wait for norm_rope_qk: the norm weights of pair (i, i + D/2) of
+ * q and k, and the rope row's cos and sin. */
+struct NormRope {
+    float wq0, wq1, wk0, wk1, c, s;
+};
+
+/* After read_qkv and a barrier: thread tid < D/2 norms (norm, over the full widths from the NW warps'
+ * sums in red) and rotates q's pair (tid, tid + D/2) into qh and, with_kv, k's into kcur (FP16), which
+ * store also writes to row pos of the cache, as the threads tid < D/8 do with v's row. */
+template <uint32_t NW>
+__device__ __forceinline__ void norm_rope_qk(const hz_dattn_args &a, uint32_t D, uint32_t hk, uint32_t pos, bool norm,
+                                             bool with_kv, bool store, uint32_t tid, const float *red,
+                                             const NormRope &w, const uint4 *qraw, const uint4 *kraw,
+                                             const uint4 *vcur, float *qh, uint4 *kcur) {
+    const uint32_t half = D / 2u, kv_width = a.kv_heads * D;
+    if (tid < half) {
+        float inv_q = 0.0f, inv_k = 0.0f;
+        if (norm) { /* 1 / sqrt(mean(x^2) + eps) over the full widths */
+            float tq = 0.0f, tk = 0.0f;
+#pragma unroll
+            for (uint32_t i = 0; i < NW; i++) {
+                tq += red[2u * i];
+                tk += red[2u * i + 1u];
+            }
+            inv_q = 1.0f / sqrtf(tq / (float)(a.heads * D) + a.eps);
+            inv_k = 1.0f / sqrtf(tk / (float)kv_width + a.eps);
+        }
+        const uint16_t *q16 = reinterpret_cast<const uint16_t *>(qraw);
+        norm_rope_pair(h2f(q16[tid]), h2f(q16[tid + half]), norm, w.wq0, w.wq1, inv_q, w.c, w.s, qh[tid], qh[tid + half]);
+        if (with_kv) {
+            const uint16_t *k16 = reinterpret_cast<const uint16_t *>(kraw);
+            float k0, k1;
+            norm_rope_pair(h2f(k16[tid]), h2f(k16[tid + half]), norm, w.wk0, w.wk1, inv_k, w.c, w.s, k0, k1);
+            uint16_t *kc16 = reinterpret_cast<uint16_t *>(kcur);
+            kc16[tid] = f2h(k0);
+            kc16[tid + half] = f2h(k1);
+            if (store) {
+                uint16_t *kd = a.kc + (size_t)pos * kv_width + (size_t)hk * D;
+                kd[tid] = f2h(k0);
+                kd[tid + half] = f2h(k1);
+            }
+        }
+    }
+    if (store && tid < D / 8u) reinterpret_cast<uint4 *>(a.vc + (size_t)pos * kv_width + (size_t)hk * D)[tid] = vcur[tid];
 }
 
 /* Scores of the nj positions of one chunk (rows of kb) into sc[r]. A row is read by LPR lanes
@@ -235,82 +333,11 @@ __global__ void __launch_bounds__(kThreads * G, G == 1u ? 2 : 1) dattn_kernel(co
     HZ_TL_WAITED();
     griddep_launch();
 
-    /* q (the full width when normed, else this head's row), and, when this split owns pos, k (full
-     * width when normed, else this KV head's row) and v of this KV head: all loads in flight at once,
-     * the rows kept in shared memory, the sums of squares of q and k reduced together. */
-    {
-        const uint32_t nq = norm ? a.heads * nc : nc, q_lo = norm ? 0u : h * nc;
-        const uint32_t nk = owns_pos ? (norm ? a.kv_heads * nc : nc) : 0u, k_lo = norm ? 0u : hk * nc;
-        const uint32_t n_items = nq + nk + (owns_pos ? nc : 0u);
-        const bool vec = p.vec != 0;
-        float ssq = 0.0f, ssk = 0.0f;
-        for (uint32_t b0 = 0; b0 < n_items; b0 += kLd * kThreads * G) {
-            uint4 x[kLd];
-#pragma unroll
-            for (int u = 0; u < kLd; u++) {
-                const uint32_t it = b0 + (uint32_t)u * kThreads * G + tid;
-                const uint16_t *src = it < nq        ? a.q + (size_t)(q_lo + it) * 8u
-                                      : it < nq + nk ? a.k + (size_t)(k_lo + it - nq) * 8u
-                                                     : a.v + (size_t)(hk * nc + it - nq - nk) * 8u;
-                x[u] = it < n_items ? ld8(src, vec) : make_uint4(0, 0, 0, 0);
-            }
-#pragma unroll
-            for (int u = 0; u < kLd; u++) {
-                const uint32_t it = b0 + (uint32_t)u * kThreads * G + tid;
-                if (it < nq) {
-                    const uint32_t e = q_lo + it;
-                    ssq = sumsq8(x[u], ssq);
-                    if (e - h * nc < nc) qraw[e - h * nc] = x[u];
-                } else if (it < nq + nk) {
-                    const uint32_t e = k_lo + it - nq;
-                    ssk = sumsq8(x[u], ssk);
-                    if (e - hk * nc < nc) kraw[e - hk * nc] = x[u];
-                } else if (it < n_items) {
-                    vcur[it - nq - nk] = x[u];
-                }
-            }
-        }
-        if (norm) {
-            ssq = warp_sum(ssq);
-            ssk = warp_sum(ssk);
-            if (lane == 0) {
-                red[2u * warp] = ssq;
-                red[2u * warp + 1u] = ssk;
-            }
-        }
-    }
+    read_qkv<kThreads * G>(a, nc, h, hk, norm, owns_pos, p.vec != 0, tid, qraw, kraw, vcur, red);
     __syncthreads(); /* publishes red, qraw, kraw, vcur */
     if (tid == 0) HZ_TL_MARK(0);
-    if (tid < half) {
-        float inv_q = 0.0f, inv_k = 0.0f;
-        if (norm) { /* 1 / sqrt(mean(x^2) + eps) over the full widths */
-            float tq = 0.0f, tk = 0.0f;
-#pragma unroll
-            for (uint32_t w = 0; w < kWarps * G; w++) {
-                tq += red[2u * w];
-                tk += red[2u * w + 1u];
-            }
-            inv_q = 1.0f / sqrtf(tq / (float)(a.heads * D) + a.eps);
-            inv_k = 1.0f / sqrtf(tk / (float)kv_width + a.eps);
-        }
-        const uint16_t *q16 = reinterpret_cast<const uint16_t *>(qraw);
-        norm_rope_pair(h2f(q16[tid]), h2f(q16[tid + half]), norm, wq0, wq1, inv_q, cs_c, cs_s, qh[tid], qh[tid + half]);
-        if (owns_pos) {
-            const uint16_t *k16 = reinterpret_cast<const uint16_t *>(kraw);
-            float k0, k1;
-            norm_rope_pair(h2f(k16[tid]), h2f(k16[tid + half]), norm, wk0, wk1, inv_k, cs_c, cs_s, k0, k1);
-            uint16_t *kc16 = reinterpret_cast<uint16_t *>(kcur);
-            kc16[tid] = f2h(k0);
-            kc16[tid + half] = f2h(k1);
-            if (first_head) {
-                uint16_t *kd = a.kc + (size_t)pos * kv_width + (size_t)hk * D;
-                kd[tid] = f2h(k0);
-                kd[tid + half] = f2h(k1);
-            }
-        }
-    }
-    if (owns_pos && first_head && tid < nc)
-        reinterpret_cast<uint4 *>(a.vc + (size_t)pos * kv_width + (size_t)hk * D)[tid] = vcur[tid];
+    norm_rope_qk<kWarps * G>(a, D, hk, pos, norm, owns_pos, owns_pos && first_head, tid, red,
+                             NormRope{wq0, wq1, wk0, wk1, cs_c, cs_s}, qraw, kraw, vcur, qh, kcur);
     __syncthreads(); /* publishes qh, kcur */
 
     float qr[8];
@@ -458,6 +485,187 @@ __global__ void __launch_bounds__(kThreads * G, G == 1u ? 2 : 1) dattn_kernel(co
     if (tid == 0) a.count[h] = 0; /* ready for the next launch */
 }
 
+/* ---- short contexts: one pass, warps over positions ------------------------------------------------
+ * Below kWarpPositions positions a head's whole context fits in one block's shared memory, and the
+ * chunked kernel's cost is its barriers and reductions, not its bytes (two barriers, a block-wide maximum
+ * and a rescale per chunk of 64; about 2.2 us of a 4.8 us attention in the kernel timeline, H200,
+ * doc/benchmarks.md). Here warp w owns the positions of tiles w, w + kWarpsW, ... of kTilePos positions
+ * and walks them alone with its own running (m, l, o), the scores reduced by shuffles; one barrier then
+ * merges the warps' partials. Every cached row below min(pos, kWarpPositions) is copied into shared
+ * memory before the dependency wait; rows past that (a longer context than the launch was chosen for)
+ * are read from the cache directly, so any position is computed correctly, only more slowly. */
+constexpr uint32_t kWarpsW = 16;
+constexpr uint32_t kThreadsW = kWarpsW * kWarp;
+constexpr uint32_t kTilePos = 16;
+constexpr uint32_t kWarpPositions = kWarpsW * kTilePos;
+
+/* One warp's tile of kTilePos positions from j0 folded into its running (m_run, l_run, o): D / 8 lanes per
+ * K row (LPR), 32 / LPR rows per pass; lane l keeps dims [l * VD, (l + 1) * VD) of the values. Rows
+ * below kWarpPositions come from ks / vs (shared, row j at j * D), others from the cache (kh / vh, row
+ * stride kv_width); row pos from kcur / vcur. */
+template <uint32_t D>
+__device__ __forceinline__ void warp_tile(uint32_t j0, uint32_t pos, float scale, const float (&qr)[8],
+                                          const uint16_t *ks, const uint16_t *vs, const uint16_t *kh,
+                                          const uint16_t *vh, uint32_t kv_width, const uint4 *kcur,
+                                          const uint4 *vcur, uint32_t lane, float &m_run, float &l_run,
+                                          float (&o)[D / 32u]) {
+    constexpr uint32_t LPR = D / 8u, R = kWarp / LPR, PASSES = kTilePos / R, VD = D / 32u;
+    const uint32_t li = lane % LPR, sub = lane / LPR;
+    const bool staged = j0 + kTilePos <= kWarpPositions;
+    float sc[PASSES];
+#pragma unroll
+    for (uint32_t u = 0; u < PASSES; u++) {
+        const uint32_t j = j0 + u * R + sub;
+        uint4 kv = make_uint4(0, 0, 0, 0);
+        if (j < pos)
+            kv = staged ? reinterpret_cast<const uint4 *>(ks + (size_t)j * D)[li]
+                        : __ldg(reinterpret_cast<const uint4 *>(kh + (size_t)j * kv_width) + li);
+        else if (j == pos)
+            kv = kcur[li];
+        sc[u] = dot8f(kv, qr, 0.0f);
+    }
+#pragma unroll
+    for (uint32_t off = LPR / 2u; off > 0; off >>= 1)
+#pragma unroll
+        for (uint32_t u = 0; u < PASSES; u++) sc[u] += __shfl_xor_sync(0xffffffffu, sc[u], off);
+    float mt = -INFINITY;
+#pragma unroll
+    for (uint32_t u = 0; u < PASSES; u++) {
+        sc[u] = j0 + u * R + sub <= pos ? sc[u] * scale : -INFINITY;
+        mt = fmaxf(mt, sc[u]);
+    }
+#pragma unroll
+    for (uint32_t off = LPR; off < kWarp; off <<= 1) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, off));
+    const float m_new = fmaxf(m_run, mt), f = expf(m_run - m_new); /* f = 0 on the first tile */
+    float lt = 0.0f;
+#pragma unroll
+    for (uint32_t u = 0; u < PASSES; u++) {
+        sc[u] = expf(sc[u] - m_new); /* 0 past pos */
+        lt += sc[u];
+    }
+#pragma unroll
+    for (uint32_t off = LPR; off < kWarp; off <<= 1) lt += __shfl_xor_sync(0xffffffffu, lt, off);
+    l_run = l_run * f + lt;
+    m_run = m_new;
+    /* the values: every position's weight from the lanes of its row (shuffles), rows past pos zero */
+    using VT = typename std::conditional<VD == 4u, uint2, uint32_t>::type;
+    VT vv[kTilePos];
+#pragma unroll
+    for (uint32_t q = 0; q < kTilePos; q++) {
+        const uint32_t j = j0 + q;
+        VT v;
+        memset(&v, 0, sizeof v);
+        if (j < pos)
+            v = staged ? reinterpret_cast<const VT *>(vs + (size_t)j * D)[lane]
+                       : __ldg(reinterpret_cast<const VT *>(vh + (size_t)j * kv_width) + lane);
+        else if (j == pos)
+            v = reinterpret_cast<const VT *>(vcur)[lane];
+        vv[q] = v;
+    }
+#pragma unroll
+    for (uint32_t d = 0; d < VD; d++) o[d] *= f;
+#pragma unroll
+    for (uint32_t q = 0; q < kTilePos; q++) {
+        const float w = __shfl_sync(0xffffffffu, sc[q / R], (q % R) * LPR);
+        const __half2 *h2 = reinterpret_cast<const __half2 *>(&vv[q]);
+#pragma unroll
+        for (uint32_t d = 0; d < VD / 2u; d++) {
+            const float2 fv = __half22float2(h2[d]);
+            o[2u * d] = fmaf(w, fv.x, o[2u * d]);
+            o[2u * d + 1u] = fmaf(w, fv.y, o[2u * d + 1u]);
+        }
+    }
+}
+
+/* Grid: one block of kThreadsW per query head (hz_dattn_args.splits is ignored: nothing is parked). */
+template <uint32_t D>
+__global__ void __launch_bounds__(kThreadsW, 1) wattn_kernel(const __grid_constant__ dattn_params p) {
+    constexpr uint32_t NC = D / 8u, VD = D / 32u;
+    extern __shared__ __align__(16) uint16_t kvs[]; /* K rows [kWarpPositions][D], then the V rows */
+    __shared__ __align__(16) uint4 qraw[NC], kraw[NC], kcur[NC], vcur[NC];
+    __shared__ __align__(16) float qh[D];
+    __shared__ float red[2u * kWarpsW];
+    __shared__ float wm[kWarpsW], wl[kWarpsW];
+    __shared__ __align__(16) float wo[kWarpsW][D];
+    const hz_dattn_args &a = p.a;
+    HZ_TL_SCOPE(HZ_TL_ATTN, a.kc, a.splits, 0); /* marks: q/k/v read, tiles start, tiles done */
+    const uint32_t tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
+    const uint32_t h = blockIdx.x, hk = h / p.group, kv_width = a.kv_heads * D, half = D / 2u;
+    /* pos was written by hz_decode_begin, at least two grids before this one (see dattn_kernel) */
+    const uint32_t pos = __ldcg(&a.step->pos);
+    const bool norm = a.q_norm != nullptr;
+    const uint16_t *kh = a.kc + (size_t)hk * D, *vh = a.vc + (size_t)hk * D;
+    uint16_t *ks = kvs, *vs = kvs + (size_t)kWarpPositions * D;
+    /* rows below pos were written by earlier steps: copied before the wait */
+    const uint32_t rows = min(pos, kWarpPositions);
+    for (uint32_t it = tid; it < rows * NC; it += kThreadsW) {
+        const uint32_t r = it / NC, c = it % NC;
+        cp_async16(ks + r * D + c * 8u, kh + (size_t)r * kv_width + c * 8u);
+        cp_async16(vs + r * D + c * 8u, vh + (size_t)r * kv_width + c * 8u);
+    }
+    cp_async_commit();
+    if (tid == 0) { /* lines the previous grid writes: hinted only (see dattn_kernel) */
+        prefetch_l2(a.q + (size_t)h * D);
+        prefetch_l2(a.k + (size_t)hk * D);
+        prefetch_l2(a.v + (size_t)hk * D);
+        prefetch_l2(a.out + (size_t)h * D);
+    }
+    NormRope nr = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    if (tid < half) {
+        const float *cs = a.rope + (size_t)pos * D;
+        nr.c = cs[tid];
+        nr.s = cs[half + tid];
+        if (norm) {
+            nr.wq0 = h2f(a.q_norm[h * D + tid]);
+            nr.wq1 = h2f(a.q_norm[h * D + tid + half]);
+            nr.wk0 = h2f(a.k_norm[hk * D + tid]);
+            nr.wk1 = h2f(a.k_norm[hk * D + tid + half]);
+        }
+    }
+    griddep_wait();
+    HZ_TL_WAITED();
+    griddep_launch();
+
+    read_qkv<kThreadsW>(a, NC, h, hk, norm, true, p.vec != 0, tid, qraw, kraw, vcur, red);
+    __syncthreads(); /* publishes red, qraw, kraw, vcur */
+    if (tid == 0) HZ_TL_MARK(0);
+    norm_rope_qk<kWarpsW>(a, D, hk, pos, norm, true, h % p.group == 0, tid, red, nr, qraw, kraw, vcur, qh, kcur);
+    cp_async_wait<0>();
+    __syncthreads(); /* publishes qh, kcur and every thread's copied rows */
+    if (tid == 0) HZ_TL_MARK(1);
+
+    float qr[8];
+    const uint32_t li = lane % NC;
+#pragma unroll
+    for (int k = 0; k < 8; k++) qr[k] = qh[li * 8u + k];
+    float m_run = -INFINITY, l_run = 0.0f, o[VD];
+#pragma unroll
+    for (uint32_t d = 0; d < VD; d++) o[d] = 0.0f;
+    for (uint32_t j0 = warp * kTilePos; j0 <= pos; j0 += kWarpPositions)
+        warp_tile<D>(j0, pos, p.scale, qr, ks, vs, kh, vh, kv_width, kcur, vcur, lane, m_run, l_run, o);
+    if (lane == 0) {
+        wm[warp] = m_run; /* -inf and 0 for a warp without a tile: its weight below is 0 */
+        wl[warp] = l_run;
+    }
+#pragma unroll
+    for (uint32_t d = 0; d < VD; d++) wo[warp][lane * VD + d] = o[d];
+    __syncthreads();
+    if (tid == 0) HZ_TL_MARK(2);
+    if (tid < D) { /* the warps' partials merged in warp order: M = max, weights expf(m_w - M) */
+        float M = -INFINITY;
+#pragma unroll
+        for (uint32_t w = 0; w < kWarpsW; w++) M = fmaxf(M, wm[w]);
+        float L = 0.0f, od = 0.0f;
+#pragma unroll
+        for (uint32_t w = 0; w < kWarpsW; w++) {
+            const float c = expf(wm[w] - M);
+            L = fmaf(wl[w], c, L);
+            od = fmaf(wo[w][tid], c, od);
+        }
+        a.out[(size_t)h * D + tid] = f2h(od * (1.0f / L));
+    }
+}
+
 uint32_t next_pow2(uint32_t v) {
     uint32_t p = 1;
     while (p < v) p <<= 1;
@@ -467,6 +675,16 @@ uint32_t next_pow2(uint32_t v) {
 } // namespace
 
 HZ_TL_HOST(attn)
+
+/* HZ_GPU_ATTN_WARP=0 keeps the chunked kernel's two groups below 256 positions (A/B runs); read once. */
+static bool warp_kernel_enabled(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("HZ_GPU_ATTN_WARP");
+        on = !(v && strcmp(v, "0") == 0);
+    }
+    return on != 0;
+}
 
 extern "C" uint32_t hz_decode_attention_splits(const hz_decode_dev *dev, uint32_t heads, uint32_t max_ctx) {
     /* Two blocks per multiprocessor over all heads, no more splits than chunks of the context. */
@@ -505,6 +723,15 @@ extern "C" int hz_decode_attention(const hz_dattn_args *a, const hz_klaunch *k) 
     p.buf_halves = 2u * kChunk * a->head_dim;
     if (p.buf_halves < kVpartHalves) p.buf_halves = kVpartHalves;
     p.vec = aligned16(a->q) && aligned16(a->k) && aligned16(a->v);
+    cudaError_t e = cudaSuccess;
+    if (G == 2u && warp_kernel_enabled() && (a->head_dim == 64u || a->head_dim == 128u)) {
+        const size_t wsmem = 2u * kWarpPositions * a->head_dim * sizeof(uint16_t);
+        void (*wk)(dattn_params) = a->head_dim == 64u ? wattn_kernel<64> : wattn_kernel<128>;
+        e = cudaFuncSetAttribute(wk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)wsmem);
+        if (e != cudaSuccess) return cuda_fail(e, "cudaFuncSetAttribute (decode attention shared memory)");
+        e = launch(wk, a->heads, 1u, kThreadsW, wsmem, k, p);
+        return e == cudaSuccess ? HZ_OK : cuda_fail(e, "launch of the decode attention");
+    }
     /* the chunk buffers, which after the last chunk also hold the combine's weights and sums */
     size_t smem = (size_t)G * kStages * p.buf_halves * sizeof(uint16_t);
     if (smem < (size_t)a->splits * 2u * sizeof(float)) smem = (size_t)a->splits * 2u * sizeof(float);
@@ -515,7 +742,6 @@ extern "C" int hz_decode_attention(const hz_dattn_args *a, const hz_klaunch *k) 
                                          : (lpr == 8u    ? dattn_kernel<8, 1>
                                             : lpr == 16u ? dattn_kernel<16, 1>
                                                          : dattn_kernel<32, 1>);
-    cudaError_t e = cudaSuccess;
     if (smem > (48u << 10)) /* above the default limit: opt in (cheap; legal during stream capture) */
         e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return cuda_fail(e, "cudaFuncSetAttribute (decode attention shared memory)");

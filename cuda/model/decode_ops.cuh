@@ -268,6 +268,12 @@ int hz_decode_router_cluster_supported(uint32_t *out);
  * a chunk leave at once.
  * `part` holds heads x splits x (D + 2) floats, `count` heads counters, zeroed once (they return to
  * zero after every launch).
+ * With groups 2 and head_dim 64 or 128 (unless HZ_GPU_ATTN_WARP=0 in the environment) the launch is the
+ * one-pass kernel instead: one block of 16 warps per query head, warp w folding positions 16w..16w+15,
+ * 16w+256.. into its own running (m, l, o) and one barrier merging the warps in warp order; `part`,
+ * `count` and `splits` are not used. It is meant for positions below 256, whose cached rows it copies
+ * into shared memory before the dependency wait; at any later position it reads the rows past 256 from
+ * the cache and is still right, only slower.
  * Needs head_dim a multiple of 8, at most 256. */
 #define HZ_DECODE_ATTN_CHUNK 64u
 
@@ -289,7 +295,8 @@ typedef struct hz_dattn_args {
  * while one two-group block holds all of them (pos < 256), where it spares the split blocks' combine
  * through global memory; 1 beyond, where more blocks of one group each spread the chunks wider (H200,
  * 2026-12-01, OLMoE-1B-7B layer shapes, step at positions ~200: 0.651 -> 0.638 ms; ~1,024: 0.704 ->
- * 0.721 with two groups; doc/benchmarks.md, thirtieth round). */
+ * 0.721 with two groups; doc/benchmarks.md, thirtieth round). Below 256, groups 2 now selects the
+ * one-pass kernel for head_dim 64 and 128 (the step at ~200: 0.600 -> 0.582 ms; forty-third round). */
 uint32_t hz_decode_attention_groups(uint32_t pos);
 
 uint32_t hz_decode_attention_splits(const hz_decode_dev *dev, uint32_t heads, uint32_t max_ctx);

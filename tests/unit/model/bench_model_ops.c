@@ -463,7 +463,7 @@ static int screen_case(const char *name, uint32_t V, uint32_t in, int reps) {
 /* ---- attention --------------------------------------------------------------------------------------- */
 
 typedef struct attn_ctx {
-    uint32_t heads, D, ctx, n_pos, splits, copies;
+    uint32_t heads, D, ctx, n_pos, splits, copies, groups;
     uint16_t *q, *k, *v, *out;
     uint16_t **kc, **vc; /* [copies] */
     float *rope, *scores, *part;
@@ -476,7 +476,7 @@ static int run_attn_new(void *p, int i, cudaStream_t s) {
     hz_dattn_args a = {.q = c->q, .k = c->k, .v = c->v, .rope = c->rope, .step = c->step,
                        .kc = c->kc[i % (int)c->copies], .vc = c->vc[i % (int)c->copies], .out = c->out,
                        .part = c->part, .count = c->count, .splits = c->splits, .heads = c->heads,
-                       .kv_heads = c->heads, .head_dim = c->D};
+                       .kv_heads = c->heads, .head_dim = c->D, .groups = c->groups};
     hz_klaunch kl = {s, 1};
     return hz_decode_attention(&a, &kl);
 }
@@ -563,18 +563,27 @@ static int attention_case(uint32_t n_pos, int reps) {
     hz_dstep st = {0, n_pos - 1, 0};
     CK(cudaMemcpy(c.step, &st, sizeof st, cudaMemcpyHostToDevice));
     int bad = 0;
-    const uint32_t try_splits[3] = {max_splits, 1, 3};
-    for (int t = 0; t < 3; t++) {
+    /* groups 2 is the launch below 256 positions (hz_decode_attention_groups): the one-pass warp kernel
+     * for this head_dim unless HZ_GPU_ATTN_WARP=0; past 256 positions it reads the later rows from the
+     * cache, which the step never asks of it but must still be right */
+    const uint32_t try_splits[4] = {max_splits, 1, 3, max_splits}, try_groups[4] = {1, 1, 1, 2};
+    for (int t = 0; t < 4; t++) {
         c.splits = try_splits[t] <= max_splits ? try_splits[t] : max_splits;
+        c.groups = try_groups[t];
         double err = attn_check(&c);
-        printf("attention 16 x 128, %4u positions, %2u splits: max |gpu - fp64| %.2e %s\n", n_pos, c.splits, err,
-               err <= 2e-3 ? "ok" : "FAIL");
+        printf("attention 16 x 128, %4u positions, %2u splits, groups %u: max |gpu - fp64| %.2e %s\n", n_pos,
+               c.splits, c.groups, err, err <= 2e-3 ? "ok" : "FAIL");
         if (!(err <= 2e-3)) bad = 1;
     }
     c.splits = max_splits;
     const double kv_read = 2.0 * n_pos * KD * 2;
+    c.groups = 2;
+    float s_two = time_single(run_attn_new, &c, reps), g_two = time_graph(run_attn_new, &c, reps);
+    c.groups = 1;
     float s_new = time_single(run_attn_new, &c, reps), g_new = time_graph(run_attn_new, &c, reps);
     float s_old = time_single(run_attn_old, &c, reps), g_old = time_graph(run_attn_old, &c, reps);
+    printf("    groups 2    single %8.2f us | graph %8.2f us %7.1f GB/s (KV read)\n", s_two, g_two,
+           g_two > 0 ? kv_read / (g_two * 1e3) : 0.0);
     printf("    split (%2u) single %8.2f us | graph %8.2f us %7.1f GB/s (KV read)\n", c.splits, s_new, g_new,
            g_new > 0 ? kv_read / (g_new * 1e3) : 0.0);
     printf("    old         single %8.2f us | graph %8.2f us %7.1f GB/s (KV read)\n", s_old, g_old,
@@ -1335,6 +1344,8 @@ int main(int argc, char **argv) {
     bad |= gemv_case("olmoe lm_head", 50304, 2048, 1, reps);
     bad |= gemv_case("qwen lm_head", 151936, 2048, 1, reps);
     bad |= argmax_case(50304, 2048);
+    const uint32_t short_pos[4] = {1, 17, 100, 200}; /* below 256: the step's groups-2 launches */
+    for (int i = 0; i < 4; i++) bad |= attention_case(short_pos[i], reps);
     for (uint32_t n_pos = 256; n_pos <= 4096; n_pos *= 4) bad |= attention_case(n_pos, reps);
     cublasDestroy(g_blas);
     cudaFree(ws);
