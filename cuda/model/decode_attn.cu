@@ -1,6 +1,7 @@
-/* The decode step's attention kernel: q/k norm, RoPE and the KV store of the current position, then
+/* The decode step's attention kernels: q/k norm, RoPE and the KV store of the current position, then
  * split (flash-decoding) attention over the cached positions (see hz_decode_attention in
- * decode_ops.cuh for the contract).
+ * decode_ops.cuh for the contract). Below 256 positions the step launches the one-pass kernel at the
+ * end of this file (wattn_kernel) instead; what follows describes the chunked one.
  *
  * Batch 1 means tiny work (pos x D per head) behind a chain of dependent steps, so the kernel is
  * shaped for latency:
