@@ -22,6 +22,7 @@
 #include <cstring>
 #include <cooperative_groups.h>
 
+#include "knob.cuh"
 #include "launch.cuh"
 #include "w4a16_bulk.cuh"
 #include "async_copy.cuh"
@@ -730,18 +731,6 @@ int raise_smem_limits(const DeviceInfo &di) {
     return HZ_OK;
 }
 
-
-/* A run-time knob for A/B runs, read once per process: `when` if the environment variable `name` is
- * `value`, else `otherwise` (both >= 0). Two threads racing here read the same environment. */
-int knob_once(std::atomic<int> &cache, const char *name, const char *value, int when, int otherwise) {
-    int v = cache.load(std::memory_order_relaxed);
-    if (v < 0) {
-        const char *env = getenv(name);
-        v = env && strcmp(env, value) == 0 ? when : otherwise;
-        cache.store(v, std::memory_order_relaxed);
-    }
-    return v;
-}
 
 /* The two-pass gate_up kernel takes programmatic dependent launch when the caller asks for it: placed
  * while the router still runs, it starts its copies as soon as the routing is known (OLMoE-1B-7B shape,

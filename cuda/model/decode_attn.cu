@@ -23,12 +23,12 @@
  *   - the lanes per K row are a compile-time constant, so the score pass is straight-line code with
  *     all its loads and shuffles in flight together. */
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
 #include "decode_launch.cuh"
 #include "decode_ops.cuh"
+#include "knob.cuh"
 #include "ops_common.cuh"
 #include "timeline.cuh"
 
@@ -679,12 +679,8 @@ HZ_TL_HOST(attn)
 
 /* HZ_GPU_ATTN_WARP=0 keeps the chunked kernel's two groups below 256 positions (A/B runs); read once. */
 static bool warp_kernel_enabled(void) {
-    static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("HZ_GPU_ATTN_WARP");
-        on = !(v && strcmp(v, "0") == 0);
-    }
-    return on != 0;
+    static std::atomic<int> cache{-1};
+    return knob_once(cache, "HZ_GPU_ATTN_WARP", "0", 0, 1) != 0;
 }
 
 extern "C" uint32_t hz_decode_attention_splits(const hz_decode_dev *dev, uint32_t heads, uint32_t max_ctx) {

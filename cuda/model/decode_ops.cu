@@ -7,6 +7,7 @@
 #include "decode_gemv.cuh"
 #include "decode_launch.cuh"
 #include "decode_ops.cuh"
+#include "knob.cuh"
 #include "ops_common.cuh"
 #include "timeline.cuh"
 
@@ -340,12 +341,8 @@ extern "C" uint64_t hz_decode_tail_bytes(const hz_decode_dev *dev) {
 
 /* HZ_GEMV_DEEP=0 turns the deep-batch GEMV off (A/B runs); read once. */
 static bool deep_enabled(void) {
-    static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("HZ_GEMV_DEEP");
-        on = !(v && strcmp(v, "0") == 0);
-    }
-    return on != 0;
+    static std::atomic<int> cache{-1};
+    return knob_once(cache, "HZ_GEMV_DEEP", "0", 0, 1) != 0;
 }
 
 extern "C" int hz_decode_gemv(const hz_dgemv_args *a, const hz_decode_dev *dev, const hz_klaunch *k) {
