@@ -18,8 +18,6 @@
  * ends on one (doc/qpack.md). A tile's first row is a multiple of 8, so its scale offset is a multiple
  * of 16 bytes, as the bulk copy requires. */
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <cooperative_groups.h>
 
 #include "knob.cuh"

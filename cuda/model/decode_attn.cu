@@ -499,6 +499,8 @@ constexpr uint32_t kWarpsW = 16;
 constexpr uint32_t kThreadsW = kWarpsW * kWarp;
 constexpr uint32_t kTilePos = 16;
 constexpr uint32_t kWarpPositions = kWarpsW * kTilePos;
+/* hz_decode_attention_groups hands this kernel the positions below 2 x kSoloChunks chunks: all staged */
+static_assert(kWarpPositions == 2u * kSoloChunks * kChunk, "the one-pass kernel's band and staged rows differ");
 
 /* One warp's tile of kTilePos positions from j0 folded into its running (m_run, l_run, o): D / 8 lanes per
  * K row (LPR), 32 / LPR rows per pass; lane l keeps dims [l * VD, (l + 1) * VD) of the values. Rows

@@ -1115,8 +1115,9 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
     printf("    main-stream chain per layer (sum of end-dep): %.2f us; step span %.1f us\n", chain,
            nsteps ? span / nsteps : 0.0);
     printf("    (prologue, route@, routed@: the launch's latest marks 0, 1, 2 against its first wait: GEMVs:\n"
-           "     x built, routing begun, routed; attention: q/k/v read, first chunk in, chunks done; gate_up:\n"
-           "     warp 0's tile in, a block's last tile in, its sums done; down: intermediate staged, rows summed)\n");
+           "     x built, routing begun, routed; attention: q/k/v read, first chunk (one pass: tiles) in, chunks\n"
+           "     (tiles) done; gate_up: warp 0's tile in, a block's last tile in, its sums done; down:\n"
+           "     intermediate staged, rows summed)\n");
     printf("  GEMV and expert-kernel blocks placed before / after their dependency ended, means per block against it\n"
            "  (us; prologue@: a GEMV's x built, gate_up's warp 0 tile in, down's intermediate staged):\n");
     printf("    %-12s %-6s %8s %9s %9s %9s %9s %9s %9s\n", "role", "blocks", "per", "entry", "ready", "prologue@",
