@@ -254,6 +254,10 @@ struct BulkDnParams {
                           * of 16) */
     uint32_t f16_magic;  /* HZ_F16_MAGIC, see hz_and_or */
     uint32_t inter_tma;  /* the intermediate staged by one bulk copy (16-byte aligned), else by loads */
+    /* hz_w4a16_args.h_in, h_out (or NULL), last: the kernels without the residual add read the fields
+     * above at the offsets they had before */
+    const __half *h_in;
+    __half *h_out;
 };
 
 /* One 8-byte mbarrier per expert, up to 32 experts, then the intermediate's (kDnInterBar); 128 bytes
@@ -274,7 +278,7 @@ __host__ __device__ inline uint32_t dn_smem_bytes(const BulkDnParams &p, uint32_
  * before it, 64 before the split): hz-bench
  * OLMoE c64 with that split, H200, 2026-12-01: 1,586.5 -> 1,602.7 tok/s (doc/benchmarks.md,
  * thirty-second round). */
-template <int kSplit>
+template <int kSplit, bool kRes = false>
 __global__ void HZ_DN_BOUNDS(kSplit) bulk_down_kernel(const __grid_constant__ BulkDnParams p) {
     extern __shared__ __align__(128) uint8_t sm[];
     const uint32_t warps = (blockDim.x >> 5) / kSplit, warp = (threadIdx.x >> 5) / kSplit, lane = threadIdx.x & 31u;
@@ -367,6 +371,8 @@ __global__ void HZ_DN_BOUNDS(kSplit) bulk_down_kernel(const __grid_constant__ Bu
     if (threadIdx.x < rows) {
         const uint32_t j = j0 + threadIdx.x;
         float s = p.acc ? __ldcg(p.acc + j) : 0.0f;
+        /* asked for beside acc: one L2 round trip for both */
+        const __half hin = kRes ? __ldcg(p.h_in + j) : __ushort_as_half((unsigned short)0);
         for (uint32_t k = 0; k < p.n; k++) {
             float ye = ys[k * kSplit * kDnTileRows + threadIdx.x];
             for (uint32_t q = 1; q < (uint32_t)kSplit; q++) ye += ys[(k * kSplit + q) * kDnTileRows + threadIdx.x];
@@ -374,6 +380,8 @@ __global__ void HZ_DN_BOUNDS(kSplit) bulk_down_kernel(const __grid_constant__ Bu
         }
         if (p.acc) p.acc[j] = s;
         if (p.y) p.y[j] = __float2half_rn(s);
+        if (kRes) /* resnorm's h with acc: fp16(h_in + fp16(acc)) */
+            p.h_out[j] = __float2half_rn(__fadd_rn(__half2float(hin), __half2float(__float2half_rn(s))));
     }
 }
 
@@ -715,7 +723,9 @@ int raise_smem_limits(const DeviceInfo &di) {
     const void *const two_pass[] = {reinterpret_cast<const void *>(bulk_gate_up_kernel<1>),
                                     reinterpret_cast<const void *>(bulk_gate_up_kernel<2>),
                                     reinterpret_cast<const void *>(bulk_down_kernel<1>),
-                                    reinterpret_cast<const void *>(bulk_down_kernel<2>)};
+                                    reinterpret_cast<const void *>(bulk_down_kernel<2>),
+                                    reinterpret_cast<const void *>(bulk_down_kernel<1, true>),
+                                    reinterpret_cast<const void *>(bulk_down_kernel<2, true>)};
     cudaError_t e = cudaFuncSetAttribute(HZ_FUSED_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
     for (const void *k : two_pass) {
         if (e == cudaSuccess) e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, di.smem_optin);
@@ -815,6 +825,8 @@ int hz_w4a16_bulk_down_launch(const hz_w4a16_args *a, void *stream) {
     if (!di.ok || !layout_aligned(l) || a->n > 32u) return kHzBulkNotApplicable;
     BulkDnParams p;
     hz_fill_down_params(a, p);
+    p.h_in = static_cast<const __half *>(a->h_in);
+    p.h_out = static_cast<__half *>(a->h_out);
     p.inter_tma = ((uintptr_t)p.inter & 15u) == 0 && dn_tma_enabled();
     p.act_bytes = p.ikp * 2u;
     p.sc_bytes = round_up(kDnTileRows * (p.ikp / HZ_QBLOCK) * 2u, 16u);
@@ -827,8 +839,13 @@ int hz_w4a16_bulk_down_launch(const hz_w4a16_args *a, void *stream) {
     const dim3 grid((p.hidden + kDnTileRows - 1u) / kDnTileRows), block(32u * (p.n < kMaxDnWarps ? p.n : kMaxDnWarps) * split);
     const cudaStream_t cs = static_cast<cudaStream_t>(stream);
     const bool pdl = (a->flags & HZ_W4A16_PDL) != 0;
-    const cudaError_t e = split == 2u ? hz_launch_ex(bulk_down_kernel<2>, grid, block, smem, cs, pdl, 0u, p)
-                                      : hz_launch_ex(bulk_down_kernel<1>, grid, block, smem, cs, pdl, 0u, p);
+    /* the residual add has instantiations of its own: the others keep their code and registers */
+    const bool res = p.h_out != nullptr;
+    const cudaError_t e =
+        split == 2u ? (res ? hz_launch_ex(bulk_down_kernel<2, true>, grid, block, smem, cs, pdl, 0u, p)
+                           : hz_launch_ex(bulk_down_kernel<2>, grid, block, smem, cs, pdl, 0u, p))
+                    : (res ? hz_launch_ex(bulk_down_kernel<1, true>, grid, block, smem, cs, pdl, 0u, p)
+                           : hz_launch_ex(bulk_down_kernel<1>, grid, block, smem, cs, pdl, 0u, p));
     if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped down (bulk)", "cudaLaunchKernelEx");
     return HZ_OK;
 }

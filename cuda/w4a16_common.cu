@@ -46,6 +46,8 @@ extern "C" int hz_w4a16_args_check(const hz_w4a16_args *a, uint64_t scratch_need
     if (a->scratch_bytes < scratch_needed)
         return hz_error(HZ_EINVAL, "%s: scratch of %llu bytes, %llu needed", who,
                         (unsigned long long)a->scratch_bytes, (unsigned long long)scratch_needed);
+    if ((a->h_in || a->h_out) && (!a->h_in || !a->h_out || !a->acc || a->h_in == a->h_out))
+        return hz_error(HZ_EINVAL, "%s: the residual add needs h_in, a distinct h_out and acc", who);
     if (a->flags & ~(HZ_W4A16_PDL | HZ_W4A16_CUDA_CORES | HZ_W4A16_NO_BULK | HZ_W4A16_TWO_PASS)) return hz_error(HZ_EINVAL, "%s: unknown flags 0x%x", who, a->flags);
     return HZ_OK;
 }

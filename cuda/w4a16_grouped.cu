@@ -447,6 +447,7 @@ extern "C" int hz_w4a16_grouped_down_launch(const hz_w4a16_args *a, void *stream
         st = hz_w4a16_bulk_down_launch(a, stream);
         if (st != kHzBulkNotApplicable) return st;
     }
+    if (a->h_out) return hz_error(HZ_EUNSUPPORTED, "%s: the residual add (h_out) needs the two-pass bulk kernel", who);
     const int batch = cpl == 1 ? 8 : cpl == 2 ? 4 : 2;
     DownParams p;
     hz_fill_down_params(a, p);
@@ -493,6 +494,8 @@ extern "C" int hz_w4a16_grouped_down_launch(const hz_w4a16_args *a, void *stream
 }
 
 extern "C" int hz_w4a16_grouped_launch(const hz_w4a16_args *a, void *stream) {
+    if (a && a->h_out && !(a->flags & HZ_W4A16_TWO_PASS))
+        return hz_error(HZ_EUNSUPPORTED, "w4a16 grouped: the residual add (h_out) needs the two-pass kernels");
     if (a && !(a->flags & (HZ_W4A16_CUDA_CORES | HZ_W4A16_NO_BULK | HZ_W4A16_TWO_PASS))) {
         int st = hz_w4a16_args_check(a, hz_w4a16_grouped_scratch_bytes(a->layout, a->n), "w4a16 grouped");
         if (st != HZ_OK) return st;

@@ -128,6 +128,13 @@ const char *hz_exec_cuda_path_name(const hz_executor *ex) {
     return (f & HZ_W4A16_CUDA_CORES) ? "cudacores" : (f & HZ_W4A16_NO_BULK) ? "reg" : (f & HZ_W4A16_TWO_PASS) ? "twopass" : "fused";
 }
 
+int hz_exec_cuda_hands_h(const hz_executor *ex) {
+    if (!ex || strcmp(ex->ops->device_kind, "cuda") != 0) return 0;
+    const cuda_exec *ce = (const cuda_exec *)ex;
+    const uint32_t f = grouped_path_flags(ce) & (HZ_W4A16_CUDA_CORES | HZ_W4A16_NO_BULK | HZ_W4A16_TWO_PASS);
+    return ce->grouped && f == HZ_W4A16_TWO_PASS;
+}
+
 uint64_t hz_exec_cuda_scratch_bytes(const hz_expert_layout *layout) {
     uint64_t a = hz_w4a16_scalar_scratch_bytes(layout, HZ_W4A16_MAX_EXPERTS);
     uint64_t b = hz_w4a16_grouped_scratch_bytes(layout, HZ_W4A16_MAX_EXPERTS);
@@ -136,7 +143,8 @@ uint64_t hz_exec_cuda_scratch_bytes(const hz_expert_layout *layout) {
 
 int hz_exec_cuda_moe_device(hz_executor *ex, uint32_t n, const void *const *rows_dev, const float *w_dev,
                             const hz_f16 *x, float *acc, void *scratch, uint64_t scratch_bytes,
-                            const uint32_t *ready, const uint32_t *ready_epoch, void *queue) {
+                            const uint32_t *ready, const uint32_t *ready_epoch, const hz_f16 *h_in, hz_f16 *h_out,
+                            void *queue) {
     if (!ex || strcmp(ex->ops->device_kind, "cuda") != 0)
         return hz_error(HZ_EINVAL, "hz_exec_cuda_moe_device: not a cuda executor");
     cuda_exec *ce = (cuda_exec *)ex;
@@ -154,6 +162,8 @@ int hz_exec_cuda_moe_device(hz_executor *ex, uint32_t n, const void *const *rows
     a.scratch_bytes = scratch_bytes;
     a.ready = ready; /* the fused kernel's launcher uses them only both together */
     a.ready_epoch = ready_epoch;
+    a.h_in = h_in;
+    a.h_out = h_out;
     int st = launch(ce, &a, queue);
     return st ? hz_error_prefix(st, "%s executor", ex->ops->name) : HZ_OK;
 }

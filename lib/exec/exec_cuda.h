@@ -45,9 +45,16 @@ uint64_t hz_exec_cuda_scratch_bytes(const hz_expert_layout *layout);
  * [hidden]. Same numerics as the moe op. HZ_EINVAL when `ex` is not a cuda executor.
  * ready, ready_epoch (both or neither, device memory): the previous kernel on `queue` stores
  * *ready_epoch into ready[0] and ready[1] once everything above is written; the fused kernel then
- * starts on those flags instead of that kernel's end (hz_w4a16_args.ready). */
+ * starts on those flags instead of that kernel's end (hz_w4a16_args.ready).
+ * h_in, h_out (both or neither, device FP16 [hidden]): h_out = fp16(h_in + fp16(acc)) once acc is
+ * final (hz_w4a16_args.h_in); only where hz_exec_cuda_hands_h says so, else HZ_EUNSUPPORTED. */
 int hz_exec_cuda_moe_device(hz_executor *ex, uint32_t n, const void *const *rows_dev, const float *w_dev,
                             const hz_f16 *x, float *acc, void *scratch, uint64_t scratch_bytes,
-                            const uint32_t *ready, const uint32_t *ready_epoch, void *queue);
+                            const uint32_t *ready, const uint32_t *ready_epoch, const hz_f16 *h_in, hz_f16 *h_out,
+                            void *queue);
+
+/* 1 when the executor's calls take the two-pass kernels, whose down kernel can also store h_out
+ * (hz_exec_cuda_moe_device); 0 otherwise or when `ex` is not a cuda executor. */
+int hz_exec_cuda_hands_h(const hz_executor *ex);
 
 #endif

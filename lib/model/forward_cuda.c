@@ -443,6 +443,7 @@ static int session_create(hz_session *s) {
     g->side_edge = env_on("HZ_GPU_SIDE_EDGE");
     g->router_alone = env_on("HZ_GPU_ROUTER_ALONE");
     g->route_tags = env_on("HZ_GPU_ROUTE_TAGS");
+    g->res_in_down = env_on("HZ_GPU_RES_IN_DOWN");
     if (st) return hz_error_prefix(st, "session: device state (%llu + 2 x %llu bytes)",
                                    (unsigned long long)act_bytes, (unsigned long long)kv_bytes);
     layout_act(s, g, g->act);
@@ -822,7 +823,7 @@ static int enqueue_gated(hz_session *s, uint32_t l, const hz_klaunch *kl, int in
     }
     if (!g->capturing) g->gate_seq = step_number(g, l + 1u);
     return hz_exec_cuda_moe_device(m->exec, K, g->rows_dev, g->route_w, g->xn, g->acc, g->scratch, g->scratch_bytes,
-                                   NULL, NULL, kl->stream);
+                                   NULL, NULL, NULL, NULL, kl->stream);
 }
 
 /* Serves the gate of layer l, whose router stored the routing with its tag (ev: recorded after the
@@ -1031,6 +1032,9 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
     /* The experts ahead: the layer whose gate waits is served once the next router is queued. */
     const int ahead = experts_ahead(s, mirror);
     const int gate_here = gate_in_router(s, mirror);
+    /* At full residency without a shared expert, the two-pass down kernel adds the residual itself and
+     * the next layer's q/k/v GEMV reads h alone (4 KB per block after its wait instead of 12) */
+    const int h_down = g->res_in_down && gm->full && !qwen && hz_exec_cuda_hands_h(m->exec);
     uint32_t r = 0, l = 0;
     for (l = 0; l < L; l++) {
         const hz_layer_weights *w = &gm->dw.layers[l];
@@ -1041,10 +1045,15 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
             qa.embed = gm->dw.embed;
             qa.step = g->dstep;
         } else {
-            qa.h_in = hb[(r - 1) & 1];
-            qa.acc = g->acc;
-            qa.shared = qwen ? g->shd : NULL;
-            qa.shared_gate = qwen ? g->sgate : NULL;
+            if (h_down) { /* the previous layer's down kernel stored h = fp16(h_in + fp16(acc)) here */
+                qa.h_in = hb[r & 1];
+                qa.h_out = NULL;
+            } else {
+                qa.h_in = hb[(r - 1) & 1];
+                qa.acc = g->acc;
+                qa.shared = qwen ? g->shd : NULL;
+                qa.shared_gate = qwen ? g->sgate : NULL;
+            }
         }
         r++;
         CALL(hz_decode_gemv(&qa, &gm->dev, &kl));
@@ -1109,7 +1118,7 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
         if (gm->full)
             CALL(hz_exec_cuda_moe_device(m->exec, K, g->rows_dev, g->route_w, g->xn, g->acc, g->scratch,
                                          g->scratch_bytes, ready ? ra.ready : NULL, ready ? &g->dstep->epoch : NULL,
-                                         stream));
+                                         h_down ? hb[(r - 1) & 1] : NULL, h_down ? hb[r & 1] : NULL, stream));
         else if (ahead)
             CALL(enqueue_gated(s, l, &kl, gate_here));
         else

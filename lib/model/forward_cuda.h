@@ -128,6 +128,7 @@ struct hz_gpu_session {
     int route_ready;         /* HZ_GPU_ROUTE_READY at creation: experts start on the router's flags */
     int router_alone;        /* HZ_GPU_ROUTER_ALONE at creation: router rows on warps of their own */
     int route_tags;          /* HZ_GPU_ROUTE_TAGS at creation: router logits through tagged words */
+    int res_in_down;         /* HZ_GPU_RES_IN_DOWN (default on; =0 off) at creation: the two-pass down kernel adds the residual */
     int side_edge;           /* HZ_GPU_SIDE_EDGE at creation: programmatic edge to the side GEMV */
     /* Partial residency: the router stores its selection into layer l's slot of pinned memory itself
      * ([K ids | K FP32 weights | tag], slot_bytes apart from `slots`; the device addresses from

@@ -244,11 +244,12 @@ static void compare(const hz_expert_layout *l, uint32_t n, const hz_f16 *y, cons
  * cooperative kernel); "-2pass" its two-kernel form; "-reg" forces the register-streaming tensor-core
  * kernels, "-cc" the CUDA-core ones. */
 enum { V_SCALAR, V_SCALAR_DEV, V_GROUPED, V_GROUPED_PDL, V_GROUPED_DEV_PDL, V_GROUPED_ACC, V_GROUPED_CC,
-       V_GROUPED_CC_PDL, V_GROUPED_REG, V_GROUPED_REG_PDL, V_GROUPED_2P_PDL, V_GROUPED_2P_DEV, V_COUNT };
+       V_GROUPED_CC_PDL, V_GROUPED_REG, V_GROUPED_REG_PDL, V_GROUPED_2P_PDL, V_GROUPED_2P_DEV, V_GROUPED_2P_ACC_H,
+       V_COUNT };
 static const char *const kVariant[V_COUNT] = {"scalar",     "scalar/devptrs", "grouped",        "grouped/pdl",
                                               "grouped/devptrs/pdl", "grouped/acc", "grouped-cc",  "grouped-cc/pdl",
                                               "grouped-reg", "grouped-reg/pdl", "grouped-2pass/pdl",
-                                              "grouped-2pass/devptrs"};
+                                              "grouped-2pass/devptrs", "grouped-2pass/acc/h"};
 
 static int run_case(const shape_case *sc) {
     hz_expert_layout l;
@@ -266,8 +267,10 @@ static int run_case(const shape_case *sc) {
     hz_f16 *a = malloc(2u * (size_t)n * l.down.kp), *aref = malloc(2u * (size_t)n * l.down.kp);
     float *acc0 = malloc(4u * H), *accref = malloc(4u * H), *accg = malloc(4u * H);
     uint8_t *dpool = NULL, *dscratch = NULL;
-    void *dx = NULL, *dy = NULL, *dw = NULL, *dptrs = NULL, *dacc = NULL;
-    if (!hblobs || !wg || !wu || !wd || !x || !y || !yref || !a || !aref || !acc0 || !accref || !accg) {
+    void *dx = NULL, *dy = NULL, *dw = NULL, *dptrs = NULL, *dacc = NULL, *dhin = NULL, *dhout = NULL;
+    hz_f16 *hin = malloc(2u * H), *hout = malloc(2u * H);
+    if (!hblobs || !wg || !wu || !wd || !x || !y || !yref || !a || !aref || !acc0 || !accref || !accg || !hin ||
+        !hout) {
         FAIL("host allocation");
         goto out;
     }
@@ -298,7 +301,8 @@ static int run_case(const shape_case *sc) {
     cudaStream_t stream = NULL;
     if (cudaMalloc((void **)&dpool, P * bb) || cudaMalloc((void **)&dscratch, scratch_bytes) ||
         cudaMalloc(&dx, 2u * H) || cudaMalloc(&dy, 2u * H) || cudaMalloc(&dw, 4u * n) ||
-        cudaMalloc(&dptrs, sizeof(void *) * n) || cudaMalloc(&dacc, 4u * H) ||
+        cudaMalloc(&dptrs, sizeof(void *) * n) || cudaMalloc(&dacc, 4u * H) || cudaMalloc(&dhin, 2u * H) ||
+        cudaMalloc(&dhout, 2u * H) ||
         cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) ||
         cudaMemcpy(dpool, hblobs, P * bb, cudaMemcpyHostToDevice)) {
         FAIL("device setup: %s", cudaGetErrorString(cudaGetLastError()));
@@ -325,6 +329,7 @@ static int run_case(const shape_case *sc) {
         for (uint32_t e = 0; e < n; e++) w[e] /= wsum;
         for (uint32_t h = 0; h < H; h++) x[h] = hz_f32_to_f16(rng_normal());
         for (uint32_t h = 0; h < H; h++) acc0[h] = rng_normal();
+        for (uint32_t h = 0; h < H; h++) hin[h] = hz_f32_to_f16(4.0f * rng_normal());
 
         const void *hptrs[HZ_W4A16_MAX_EXPERTS];
         const uint8_t *href[HZ_W4A16_MAX_EXPERTS];
@@ -344,6 +349,7 @@ static int run_case(const shape_case *sc) {
             goto out;
         }
         if (cudaMemcpy(dx, x, 2u * H, cudaMemcpyHostToDevice) || cudaMemcpy(dw, w, 4u * n, cudaMemcpyHostToDevice) ||
+            cudaMemcpy(dhin, hin, 2u * H, cudaMemcpyHostToDevice) ||
             cudaMemcpy(dptrs, hptrs, sizeof(void *) * n, cudaMemcpyHostToDevice)) {
             free(yref_acc);
             FAIL("input upload");
@@ -355,25 +361,31 @@ static int run_case(const shape_case *sc) {
             memset(&args, 0, sizeof args);
             args.layout = &l;
             args.n = n;
-            int devptrs = v == V_SCALAR_DEV || v == V_GROUPED_DEV_PDL || v == V_GROUPED_2P_DEV;
+            int devptrs = v == V_SCALAR_DEV || v == V_GROUPED_DEV_PDL || v == V_GROUPED_2P_DEV || v == V_GROUPED_2P_ACC_H;
+            const int with_acc = v == V_GROUPED_ACC || v == V_GROUPED_2P_ACC_H;
             args.blobs = devptrs ? NULL : hptrs;
             args.blobs_dev = devptrs ? (const void *const *)dptrs : NULL;
             args.weights = dw;
             args.x = dx;
             args.y = dy;
-            args.acc = v == V_GROUPED_ACC ? dacc : NULL;
+            args.acc = with_acc ? dacc : NULL;
+            if (v == V_GROUPED_2P_ACC_H) { /* and h_out = fp16(h_in + fp16(acc)) */
+                args.h_in = dhin;
+                args.h_out = dhout;
+            }
             args.scratch = dscratch;
             args.scratch_bytes = scratch_bytes;
             args.flags = (v == V_GROUPED_PDL || v == V_GROUPED_DEV_PDL || v == V_GROUPED_ACC || v == V_GROUPED_CC_PDL ||
-                          v == V_GROUPED_REG_PDL || v == V_GROUPED_2P_PDL)
+                          v == V_GROUPED_REG_PDL || v == V_GROUPED_2P_PDL || v == V_GROUPED_2P_ACC_H)
                              ? HZ_W4A16_PDL
                              : 0;
             if (v == V_GROUPED_CC || v == V_GROUPED_CC_PDL) args.flags |= HZ_W4A16_CUDA_CORES;
             if (v == V_GROUPED_REG || v == V_GROUPED_REG_PDL) args.flags |= HZ_W4A16_NO_BULK;
-            if (v == V_GROUPED_2P_PDL || v == V_GROUPED_2P_DEV) args.flags |= HZ_W4A16_TWO_PASS;
+            if (v == V_GROUPED_2P_PDL || v == V_GROUPED_2P_DEV || v == V_GROUPED_2P_ACC_H) args.flags |= HZ_W4A16_TWO_PASS;
             /* Poison: 0xFFFF is an FP16 NaN and 0xFFFFFFFF an FP32 NaN. */
             if (cudaMemsetAsync(dy, 0xff, 2u * H, stream) || cudaMemsetAsync(dscratch, 0xff, scratch_bytes, stream) ||
-                cudaMemcpyAsync(dacc, acc0, 4u * H, cudaMemcpyHostToDevice, stream)) {
+                cudaMemcpyAsync(dacc, acc0, 4u * H, cudaMemcpyHostToDevice, stream) ||
+                cudaMemsetAsync(dhout, 0xff, 2u * H, stream)) {
                 FAIL("poison");
                 break;
             }
@@ -386,7 +398,8 @@ static int run_case(const shape_case *sc) {
             cudaError_t ce = cudaStreamSynchronize(stream);
             if (ce == cudaSuccess) ce = cudaMemcpy(y, dy, 2u * H, cudaMemcpyDeviceToHost);
             if (ce == cudaSuccess) ce = cudaMemcpy(a, dscratch, 2u * (size_t)n * l.down.kp, cudaMemcpyDeviceToHost);
-            if (ce == cudaSuccess && v == V_GROUPED_ACC) ce = cudaMemcpy(accg, dacc, 4u * H, cudaMemcpyDeviceToHost);
+            if (ce == cudaSuccess && with_acc) ce = cudaMemcpy(accg, dacc, 4u * H, cudaMemcpyDeviceToHost);
+            if (ce == cudaSuccess) ce = cudaMemcpy(hout, dhout, 2u * H, cudaMemcpyDeviceToHost);
             if (ce != cudaSuccess) {
                 FAIL("%s: %s", kVariant[v], cudaGetErrorString(ce));
                 free(yref_acc);
@@ -394,8 +407,8 @@ static int run_case(const shape_case *sc) {
             }
             err_stats es;
             int bad = 0;
-            compare(&l, n, y, v == V_GROUPED_ACC ? yref_acc : yref, a, aref, &es, &bad);
-            if (v == V_GROUPED_ACC) {
+            compare(&l, n, y, with_acc ? yref_acc : yref, a, aref, &es, &bad);
+            if (with_acc) {
                 /* The FP32 accumulator: |error| <= 2^-11 rms(ref) + 2^-20 |ref| (no final rounding). */
                 double ss = 0, mx = 0;
                 for (uint32_t j = 0; j < H; j++) ss += (double)accref[j] * accref[j];
@@ -407,6 +420,17 @@ static int run_case(const shape_case *sc) {
                     FAIL("%s %s trial %d: FP32 accumulator error/bound %.3g", sc->name, kVariant[v], trial, mx);
                 }
             }
+            /* h_out from the kernel's own sums, bit for bit; untouched (still poisoned) where not asked for */
+            uint32_t hbad = 0;
+            for (uint32_t j = 0; j < H; j++) {
+                const uint16_t want = v == V_GROUPED_2P_ACC_H
+                                          ? hz_f32_to_f16(hz_f16_to_f32(hin[j]) + hz_f16_to_f32(hz_f32_to_f16(accg[j])))
+                                          : 0xffffu;
+                if (hout[j] != want && hbad++ < 3)
+                    FAIL("%s %s trial %d: h_out[%u] 0x%04x, expected 0x%04x", sc->name, kVariant[v], trial, j, hout[j],
+                         want);
+            }
+            if (hbad) bad = 1;
             if (bad)
                 FAIL("%s %s trial %d: error/bound %.3g (out), %.3g (intermediate); max rel err %.3g, max %.2f ulp; "
                      "intermediate: %llu differ, max %.2f ulp",
@@ -436,6 +460,10 @@ out:
     cudaFree(dw);
     cudaFree(dptrs);
     cudaFree(dacc);
+    cudaFree(dhin);
+    cudaFree(dhout);
+    free(hin);
+    free(hout);
     free(hblobs);
     free(wg);
     free(wu);
@@ -474,6 +502,18 @@ static int test_bad_args(void) {
     args.scratch_bytes = 1u << 30;
     args.flags = HZ_W4A16_CUDA_CORES;
     if (hz_w4a16_grouped_launch(&args, NULL) != HZ_EUNSUPPORTED) FAIL("hidden 8192 accepted by grouped-cc");
+    else printf("bad args: %s\n", hz_last_error_message());
+    /* the residual add: only on the two-pass kernels, with h_in, a distinct h_out and acc */
+    args.layout = &l;
+    args.flags = 0;
+    args.h_in = fake[0];
+    args.h_out = (void *)(uintptr_t)8192;
+    if (hz_w4a16_grouped_launch(&args, NULL) != HZ_EUNSUPPORTED) FAIL("h_out accepted on the fused path");
+    args.flags = HZ_W4A16_TWO_PASS;
+    if (hz_w4a16_grouped_launch(&args, NULL) != HZ_EINVAL) FAIL("h_out accepted without acc");
+    args.acc = (float *)(uintptr_t)4096;
+    args.h_in = NULL;
+    if (hz_w4a16_grouped_launch(&args, NULL) != HZ_EINVAL) FAIL("h_out accepted without h_in");
     else printf("bad args: %s\n", hz_last_error_message());
     return 0;
 }
