@@ -515,6 +515,8 @@ static int test_bad_args(void) {
     args.h_in = NULL;
     if (hz_w4a16_grouped_launch(&args, NULL) != HZ_EINVAL) FAIL("h_out accepted without h_in");
     else printf("bad args: %s\n", hz_last_error_message());
+    args.h_in = args.h_out;
+    if (hz_w4a16_grouped_launch(&args, NULL) != HZ_EINVAL) FAIL("h_out accepted in place of h_in");
     return 0;
 }
 
