@@ -75,8 +75,9 @@ typedef struct hz_w4a16_args {
      * Every other kernel ignores them: it waits for the grid before it, which sets them. */
     const uint32_t *ready;
     const uint32_t *ready_epoch;
-    /* Optional (both or neither, with acc; the two-pass bulk down kernel only, HZ_EUNSUPPORTED on any
-     * other path): device FP16 [hidden]. Once acc[j] is final, h_out[j] = fp16(h_in[j] + fp16(acc[j])),
+    /* Optional (both or neither, with acc; the two-pass bulk down kernel only: on any other path, which
+     * hz_w4a16_grouped_hands_h tells in advance, HZ_EUNSUPPORTED before anything is queued): device
+     * FP16 [hidden]. Once acc[j] is final, h_out[j] = fp16(h_in[j] + fp16(acc[j])),
      * the residual add the next layer's RESNORM input would otherwise make from h_in and acc itself
      * (hz_dgemv_args: h with acc, no shared expert), so that it reads h_out alone. h_in is read
      * with acc, after the sums; h_out may not alias h_in. */

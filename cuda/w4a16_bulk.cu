@@ -817,23 +817,43 @@ int hz_w4a16_bulk_gate_up_launch(const hz_w4a16_args *a, void *stream) {
     return HZ_OK;
 }
 
+/* Whether the two-pass bulk down kernel takes n experts of layout l on this device, and how: its
+ * split, shared memory and the shape fields of p (act_bytes, sc_bytes, tile_bytes, from ikp and n).
+ * The launcher and hz_w4a16_bulk_down_applies both ask here, so they cannot disagree. */
+static int bulk_down_shape(const hz_expert_layout *l, uint32_t n, DeviceInfo *di, BulkDnParams &p, uint32_t *split,
+                           uint32_t *smem) {
+    int st = device_info(di);
+    if (st != HZ_OK) return st;
+    if (!di->ok || !layout_aligned(l) || n > 32u) return kHzBulkNotApplicable;
+    p.ikp = l->down.kp;
+    p.n = n;
+    p.act_bytes = p.ikp * 2u;
+    p.sc_bytes = round_up(kDnTileRows * (p.ikp / HZ_QBLOCK) * 2u, 16u);
+    p.tile_bytes = kDnTileRows * (p.ikp / 2u) + kBankHalf + p.sc_bytes;
+    *split = p.ikp / HZ_QBLOCK >= 2u ? dn_split() : 1u; /* a part needs a 256-block */
+    *smem = dn_smem_bytes(p, *split);
+    return *smem > (uint32_t)di->smem_optin ? kHzBulkNotApplicable : HZ_OK;
+}
+
+int hz_w4a16_bulk_down_applies(const hz_expert_layout *l, uint32_t n) {
+    DeviceInfo di;
+    BulkDnParams p;
+    uint32_t split = 0, smem = 0;
+    const int st = bulk_down_shape(l, n, &di, p, &split, &smem);
+    return st == HZ_OK ? 1 : st == kHzBulkNotApplicable ? 0 : st;
+}
+
 int hz_w4a16_bulk_down_launch(const hz_w4a16_args *a, void *stream) {
     const hz_expert_layout *l = a->layout;
     DeviceInfo di;
-    int st = device_info(&di);
-    if (st != HZ_OK) return st;
-    if (!di.ok || !layout_aligned(l) || a->n > 32u) return kHzBulkNotApplicable;
     BulkDnParams p;
+    uint32_t split = 0, smem = 0;
+    int st = bulk_down_shape(l, a->n, &di, p, &split, &smem);
+    if (st != HZ_OK) return st;
     hz_fill_down_params(a, p);
     p.h_in = static_cast<const __half *>(a->h_in);
     p.h_out = static_cast<__half *>(a->h_out);
     p.inter_tma = ((uintptr_t)p.inter & 15u) == 0 && dn_tma_enabled();
-    p.act_bytes = p.ikp * 2u;
-    p.sc_bytes = round_up(kDnTileRows * (p.ikp / HZ_QBLOCK) * 2u, 16u);
-    p.tile_bytes = kDnTileRows * (p.ikp / 2u) + kBankHalf + p.sc_bytes;
-    const uint32_t split = p.ikp / HZ_QBLOCK >= 2u ? dn_split() : 1u; /* a part needs a 256-block */
-    const uint32_t smem = dn_smem_bytes(p, split);
-    if (smem > (uint32_t)di.smem_optin) return kHzBulkNotApplicable;
     st = raise_smem_limits(di);
     if (st != HZ_OK) return st;
     const dim3 grid((p.hidden + kDnTileRows - 1u) / kDnTileRows), block(32u * (p.n < kMaxDnWarps ? p.n : kMaxDnWarps) * split);

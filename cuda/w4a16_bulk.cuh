@@ -28,6 +28,9 @@ constexpr int kHzBulkNotApplicable = -1000;
 
 int hz_w4a16_bulk_gate_up_launch(const hz_w4a16_args *a, void *stream);
 int hz_w4a16_bulk_down_launch(const hz_w4a16_args *a, void *stream);
+/* 1 when hz_w4a16_bulk_down_launch takes n experts of layout l on this device, 0 when it would return
+ * kHzBulkNotApplicable, or the status of a failed device query. */
+int hz_w4a16_bulk_down_applies(const hz_expert_layout *l, uint32_t n);
 /* Both passes in one cooperative launch (the default where it fits: see w4a16_bulk.cu). */
 int hz_w4a16_bulk_fused_launch(const hz_w4a16_args *a, void *stream);
 

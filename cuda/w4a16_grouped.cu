@@ -493,9 +493,22 @@ extern "C" int hz_w4a16_grouped_down_launch(const hz_w4a16_args *a, void *stream
     return HZ_OK;
 }
 
+extern "C" int hz_w4a16_grouped_hands_h(const hz_expert_layout *layout, uint32_t n, uint32_t flags) {
+    if (!layout || !(flags & HZ_W4A16_TWO_PASS) || (flags & (HZ_W4A16_CUDA_CORES | HZ_W4A16_NO_BULK))) return 0;
+    return hz_w4a16_bulk_down_applies(layout, n);
+}
+
 extern "C" int hz_w4a16_grouped_launch(const hz_w4a16_args *a, void *stream) {
-    if (a && a->h_out && !(a->flags & HZ_W4A16_TWO_PASS))
-        return hz_error(HZ_EUNSUPPORTED, "w4a16 grouped: the residual add (h_out) needs the two-pass kernels");
+    if (a && a->h_out) { /* refused before either pass is queued */
+        int st = hz_w4a16_args_check(a, hz_w4a16_grouped_scratch_bytes(a->layout, a->n), "w4a16 grouped");
+        if (st != HZ_OK) return st;
+        st = hz_w4a16_grouped_hands_h(a->layout, a->n, a->flags);
+        if (st < 0) return st;
+        if (st == 0)
+            return hz_error(HZ_EUNSUPPORTED, "w4a16 grouped: the residual add (h_out) needs the two-pass bulk "
+                                             "down kernel, which does not take %u experts of this layout here",
+                            a->n);
+    }
     if (a && !(a->flags & (HZ_W4A16_CUDA_CORES | HZ_W4A16_NO_BULK | HZ_W4A16_TWO_PASS))) {
         int st = hz_w4a16_args_check(a, hz_w4a16_grouped_scratch_bytes(a->layout, a->n), "w4a16 grouped");
         if (st != HZ_OK) return st;

@@ -24,6 +24,12 @@ int hz_w4a16_grouped_launch(const hz_w4a16_args *args, void *stream);
 int hz_w4a16_grouped_gate_up_launch(const hz_w4a16_args *args, void *stream);
 int hz_w4a16_grouped_down_launch(const hz_w4a16_args *args, void *stream);
 
+/* 1 when a launch of n experts of `layout` with `flags` takes the two-pass bulk down kernel, the only
+ * one that honours hz_w4a16_args.h_out; 0 when it would not; a negative status when the device query
+ * failed (the last-error message says why). hz_w4a16_grouped_launch asks the same before it launches
+ * anything, so a refused h_out leaves no pass half done. */
+int hz_w4a16_grouped_hands_h(const hz_expert_layout *layout, uint32_t n, uint32_t flags);
+
 #ifdef __cplusplus
 }
 #endif

@@ -128,11 +128,12 @@ const char *hz_exec_cuda_path_name(const hz_executor *ex) {
     return (f & HZ_W4A16_CUDA_CORES) ? "cudacores" : (f & HZ_W4A16_NO_BULK) ? "reg" : (f & HZ_W4A16_TWO_PASS) ? "twopass" : "fused";
 }
 
-int hz_exec_cuda_hands_h(const hz_executor *ex) {
+int hz_exec_cuda_hands_h(const hz_executor *ex, uint32_t n) {
     if (!ex || strcmp(ex->ops->device_kind, "cuda") != 0) return 0;
     const cuda_exec *ce = (const cuda_exec *)ex;
-    const uint32_t f = grouped_path_flags(ce) & (HZ_W4A16_CUDA_CORES | HZ_W4A16_NO_BULK | HZ_W4A16_TWO_PASS);
-    return ce->grouped && f == HZ_W4A16_TWO_PASS;
+    if (!ce->grouped) return 0;
+    /* the launcher's own test: a failed device query counts as no (the launch would report it) */
+    return hz_w4a16_grouped_hands_h(&ce->layout, n, grouped_path_flags(ce)) == 1;
 }
 
 uint64_t hz_exec_cuda_scratch_bytes(const hz_expert_layout *layout) {

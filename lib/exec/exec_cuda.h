@@ -53,8 +53,9 @@ int hz_exec_cuda_moe_device(hz_executor *ex, uint32_t n, const void *const *rows
                             const uint32_t *ready, const uint32_t *ready_epoch, const hz_f16 *h_in, hz_f16 *h_out,
                             void *queue);
 
-/* 1 when the executor's calls take the two-pass kernels, whose down kernel can also store h_out
- * (hz_exec_cuda_moe_device); 0 otherwise or when `ex` is not a cuda executor. */
-int hz_exec_cuda_hands_h(const hz_executor *ex);
+/* 1 when the executor's calls of n experts take the two-pass bulk down kernel, which can also store
+ * h_out (hz_exec_cuda_moe_device), on this device; 0 otherwise, when the device query fails, or when
+ * `ex` is not a cuda executor. */
+int hz_exec_cuda_hands_h(const hz_executor *ex, uint32_t n);
 
 #endif

@@ -1034,7 +1034,7 @@ static int enqueue_layers(hz_session *s, int last, void *stream) {
     const int gate_here = gate_in_router(s, mirror);
     /* At full residency without a shared expert, the two-pass down kernel adds the residual itself and
      * the next layer's q/k/v GEMV reads h alone (4 KB per block after its wait instead of 12) */
-    const int h_down = g->res_in_down && gm->full && !qwen && hz_exec_cuda_hands_h(m->exec);
+    const int h_down = g->res_in_down && gm->full && !qwen && hz_exec_cuda_hands_h(m->exec, K);
     uint32_t r = 0, l = 0;
     for (l = 0; l < L; l++) {
         const hz_layer_weights *w = &gm->dw.layers[l];

@@ -503,13 +503,19 @@ static int test_bad_args(void) {
     args.flags = HZ_W4A16_CUDA_CORES;
     if (hz_w4a16_grouped_launch(&args, NULL) != HZ_EUNSUPPORTED) FAIL("hidden 8192 accepted by grouped-cc");
     else printf("bad args: %s\n", hz_last_error_message());
-    /* the residual add: only on the two-pass kernels, with h_in, a distinct h_out and acc */
+    /* the residual add: only where the two-pass bulk down kernel runs, with h_in, a distinct h_out and
+     * acc; refused before anything is queued (the pointers here are not device memory) */
     args.layout = &l;
     args.flags = 0;
     args.h_in = fake[0];
     args.h_out = (void *)(uintptr_t)8192;
+    args.acc = (float *)(uintptr_t)4096;
     if (hz_w4a16_grouped_launch(&args, NULL) != HZ_EUNSUPPORTED) FAIL("h_out accepted on the fused path");
+    args.flags = HZ_W4A16_TWO_PASS | HZ_W4A16_NO_BULK;
+    if (hz_w4a16_grouped_launch(&args, NULL) != HZ_EUNSUPPORTED) FAIL("h_out accepted on the register path");
     args.flags = HZ_W4A16_TWO_PASS;
+    if (hz_w4a16_grouped_hands_h(&l, 1, args.flags) != 1) FAIL("the bulk down kernel refuses one 256x256 expert");
+    args.acc = NULL;
     if (hz_w4a16_grouped_launch(&args, NULL) != HZ_EINVAL) FAIL("h_out accepted without acc");
     args.acc = (float *)(uintptr_t)4096;
     args.h_in = NULL;
@@ -517,6 +523,18 @@ static int test_bad_args(void) {
     else printf("bad args: %s\n", hz_last_error_message());
     args.h_in = args.h_out;
     if (hz_w4a16_grouped_launch(&args, NULL) != HZ_EINVAL) FAIL("h_out accepted in place of h_in");
+    /* two experts of inter 16,384 do not fit one bulk down block's shared memory: the register kernel
+     * would run, which has no residual add */
+    hz_expert_layout wide;
+    hz_expert_layout_init(&wide, 256, 16384);
+    void *fake2[2] = {fake[0], fake[0]};
+    args.layout = &wide;
+    args.n = 2;
+    args.blobs = (const void *const *)fake2;
+    args.h_in = fake[0];
+    if (hz_w4a16_grouped_hands_h(&wide, 2, args.flags) != 0) FAIL("two 256x16384 experts said to fit the bulk down kernel");
+    if (hz_w4a16_grouped_launch(&args, NULL) != HZ_EUNSUPPORTED) FAIL("h_out accepted where the bulk down kernel does not apply");
+    else printf("bad args: %s\n", hz_last_error_message());
     return 0;
 }
 
