@@ -861,11 +861,9 @@ int hz_w4a16_bulk_down_launch(const hz_w4a16_args *a, void *stream) {
     const bool pdl = (a->flags & HZ_W4A16_PDL) != 0;
     /* the residual add has instantiations of its own: the others keep their code and registers */
     const bool res = p.h_out != nullptr;
-    const cudaError_t e =
-        split == 2u ? (res ? hz_launch_ex(bulk_down_kernel<2, true>, grid, block, smem, cs, pdl, 0u, p)
-                           : hz_launch_ex(bulk_down_kernel<2>, grid, block, smem, cs, pdl, 0u, p))
-                    : (res ? hz_launch_ex(bulk_down_kernel<1, true>, grid, block, smem, cs, pdl, 0u, p)
-                           : hz_launch_ex(bulk_down_kernel<1>, grid, block, smem, cs, pdl, 0u, p));
+    void (*const kern)(BulkDnParams) = split == 2u ? (res ? bulk_down_kernel<2, true> : bulk_down_kernel<2>)
+                                                   : (res ? bulk_down_kernel<1, true> : bulk_down_kernel<1>);
+    const cudaError_t e = hz_launch_ex(kern, grid, block, smem, cs, pdl, 0u, p);
     if (e != cudaSuccess) return hz_cuda_fail(e, "w4a16 grouped down (bulk)", "cudaLaunchKernelEx");
     return HZ_OK;
 }
