@@ -28,31 +28,52 @@ __device__ __forceinline__ void load_batch(const uint4 *w4, uint32_t c0, uint32_
     }
 }
 
+/* A lane's row sum runs as kRowAcc FMA chains: value j of each 16-byte chunk goes to accumulator
+ * j % kRowAcc, and the accumulators meet once at the end. One chain of 64 dependent FMAs was the router
+ * cluster's row (about 1,000 cycles, clock64 in block 0; H200, 2026-12-02). Two chains: OLMoE step
+ * 0.566-0.567 -> 0.560-0.561 ms at positions 32-96; four spill in the general GEMV (8 bytes at its
+ * 64-register cap) and were slower than two (doc/benchmarks.md, forty-sixth round). */
+constexpr int kRowAcc = 2;
+
+/* Eight FP16 weights times eight FP16 activations in FP32, value j into acc[j % kRowAcc]. */
+__device__ __forceinline__ void dot8_split(uint4 w, uint4 x, float (&acc)[kRowAcc]) {
+    const __half2 *wh = reinterpret_cast<const __half2 *>(&w);
+    const __half2 *xh = reinterpret_cast<const __half2 *>(&x);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const float2 a = __half22float2(wh[i]), b = __half22float2(xh[i]);
+        acc[(2 * i) % kRowAcc] = fmaf(a.x, b.x, acc[(2 * i) % kRowAcc]);
+        acc[(2 * i + 1) % kRowAcc] = fmaf(a.y, b.y, acc[(2 * i + 1) % kRowAcc]);
+    }
+}
+
 template <int B>
-__device__ __forceinline__ float fma_batch(const uint4 (&wv)[B], const uint4 *xs4, uint32_t c0, uint32_t lane,
-                                           uint32_t chunks, float acc) {
+__device__ __forceinline__ void fma_batch(const uint4 (&wv)[B], const uint4 *xs4, uint32_t c0, uint32_t lane,
+                                          uint32_t chunks, float (&acc)[kRowAcc]) {
 #pragma unroll
     for (int u = 0; u < B; u++) {
         const uint32_t c = c0 + (uint32_t)u * kWarp + lane;
-        if (c < chunks) acc = dot8(wv[u], xs4[c], acc);
+        if (c < chunks) dot8_split(wv[u], xs4[c], acc);
     }
-    return acc;
 }
 
-/* One row's FP32 sum against x, its first batch already in wv (loaded ahead): fmaf in chunk order, each
- * later batch loaded once the one before is summed. The decode GEMV, the router cluster and the screen's
- * pick all sum a row this way, so the pick's values are the GEMV's bit for bit. */
+/* One row's FP32 lane sum against x, its first batch already in wv (loaded ahead): the lane's chunks in
+ * order, value j of each into accumulator j % 2 (dot8_split), then acc0 + acc1; each later batch loaded
+ * once the one before is summed. The decode GEMV, the router cluster and the screen's pick
+ * all sum a row this way, so the pick's values are the GEMV's bit for bit (and
+ * tests/unit/model/gemv_host_sum.h repeats it on the host). */
 template <int B>
 __device__ __forceinline__ float sum_row(const uint4 *w4, uint4 (&wv)[B], const uint4 *xs4, uint32_t lane,
                                          uint32_t chunks) {
-    float acc = 0.0f;
+    static_assert(kRowAcc == 2, "the sum below and gemv_host_sum.h add two accumulators");
+    float acc[kRowAcc] = {0.0f, 0.0f};
     for (uint32_t c0 = 0;;) {
-        acc = fma_batch(wv, xs4, c0, lane, chunks, acc);
+        fma_batch(wv, xs4, c0, lane, chunks, acc);
         c0 += (uint32_t)B * kWarp;
         if (c0 >= chunks) break;
         load_batch(w4, c0, lane, chunks, wv);
     }
-    return acc;
+    return acc[0] + acc[1];
 }
 
 /* h = src (+ delta) for one element, formula for formula as forward.c (doc/numerics.md). */
