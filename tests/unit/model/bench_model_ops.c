@@ -954,6 +954,11 @@ static int tl_cmp_launch(const void *x, const void *y) {
     return a->t0 < b->t0 ? -1 : a->t0 > b->t0;
 }
 
+static int cmp_double(const void *x, const void *y) {
+    const double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
 static uint32_t tl_role(const tl_launch *l, const hz_model_config *c) {
     if (l->kind == HZ_TL_ATTN) return TL_ATTN;
     if (l->kind == HZ_TL_EXPERTS) return l->tag == 1 ? TL_GU : l->tag == 2 ? TL_DN : TL_EXPERTS;
@@ -1003,10 +1008,14 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
     tl_launch *ln = malloc(sizeof *ln * MAXL);
     double sum[TL_ROLES][7] = {{0}}, span = 0;
     double blk[TL_ROLES][2][7] = {{{0}}}; /* per role, before / after: count and sums (see below) */
+    /* per role: sums over launches of the blocks' exit times against the dependency's end at the
+     * median, the 90th percentile and the last block, and the launches counted */
+    double qexit[TL_ROLES][4] = {{0}};
+    double *exits = malloc(sizeof *exits * MAXR);
     uint32_t cnt[TL_ROLES] = {0}, nsteps = 0;
     uint64_t tick = 0; /* the smallest step seen between two blocks' entries: the timer's resolution at best */
     int printed = 0;
-    if (!rec || !ln) goto out;
+    if (!rec || !ln || !exits) goto out;
     for (uint32_t k = 0; k < steps; k++) {
         hz_tl_arm_gemv(1);
         hz_tl_arm_attn(1);
@@ -1074,8 +1083,10 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
                 cnt[l->role]++;
                 /* GEMV and expert-kernel blocks that entered before the dependency ended (placed early) and after it:
                  * entry, wait, prologue end, exit against dep; prologue and rows as durations */
+                uint32_t nx = 0;
                 for (uint32_t b = 0; (l->kind == HZ_TL_GEMV || l->kind == HZ_TL_EXPERTS) && b < l->blocks; b++) {
                     const hz_tl_rec *q = &rec[l->first + b];
+                    exits[nx++] = ((double)q->t_exit - (double)dep) * 1e-3;
                     const int late = q->t_entry >= dep;
                     const double w = (double)(q->t_wait ? q->t_wait : q->t_entry), m0 = (double)q->t_mark[0];
                     double *v = blk[l->role][late];
@@ -1086,6 +1097,13 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
                     v[4] += ((double)q->t_exit - (double)dep) * 1e-3;
                     v[5] += q->t_mark[0] ? (m0 - (w > (double)dep ? w : (double)dep)) * 1e-3 : 0.0;
                     v[6] += q->t_mark[0] ? ((double)q->t_exit - m0) * 1e-3 : 0.0;
+                }
+                if (nx) { /* how late the launch's last blocks leave, against its median block */
+                    qsort(exits, nx, sizeof *exits, cmp_double);
+                    qexit[l->role][0] += exits[nx / 2];
+                    qexit[l->role][1] += exits[(nx * 9u) / 10u];
+                    qexit[l->role][2] += exits[nx - 1];
+                    qexit[l->role][3] += 1;
                 }
             }
             last_end[l->role] = l->t1;
@@ -1129,7 +1147,14 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
             printf("    %-12s %-6s %8.1f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", tl_names[r], g ? "after" : "before",
                    v[0] / cnt[r], v[1] / v[0], v[2] / v[0], v[3] / v[0], v[4] / v[0], v[5] / v[0], v[6] / v[0]);
         }
+    printf("  their blocks' exits per launch, against the dependency's end (us; means over launches):\n");
+    printf("    %-12s %9s %9s %9s\n", "role", "median", "90%", "last");
+    for (int r = 0; r < TL_ROLES; r++)
+        if (qexit[r][3] > 0)
+            printf("    %-12s %9.2f %9.2f %9.2f\n", tl_names[r], qexit[r][0] / qexit[r][3], qexit[r][1] / qexit[r][3],
+                   qexit[r][2] / qexit[r][3]);
 out:
+    free(exits);
     free(rec);
     free(ln);
 }
