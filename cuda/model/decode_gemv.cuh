@@ -28,52 +28,50 @@ __device__ __forceinline__ void load_batch(const uint4 *w4, uint32_t c0, uint32_
     }
 }
 
-/* A lane's row sum runs as kRowAcc FMA chains: value j of each 16-byte chunk goes to accumulator
- * j % kRowAcc, and the accumulators meet once at the end. One chain of 64 dependent FMAs was the router
- * cluster's row (about 1,000 cycles, clock64 in block 0; H200, 2026-12-02). Two chains: OLMoE step
- * 0.566-0.567 -> 0.560-0.561 ms at positions 32-96; four spill in the general GEMV (8 bytes at its
- * 64-register cap) and were slower than two (doc/benchmarks.md, forty-sixth round). */
-constexpr int kRowAcc = 2;
+/* A lane's row sum runs as two FMA chains, the even and the odd values of each 16-byte chunk, added
+ * once at the end. One chain of 64 dependent FMAs was the router cluster's row (about 1,000 cycles,
+ * clock64 in block 0; H200, 2026-12-02). Two chains: OLMoE step 0.566-0.567 -> 0.560-0.561 ms at
+ * positions 32-96; four spilled in the general GEMV (8 bytes at its 64-register cap) and were slower
+ * than two (doc/benchmarks.md, forty-sixth round). */
 
-/* Eight FP16 weights times eight FP16 activations in FP32, value j into acc[j % kRowAcc]. */
-__device__ __forceinline__ void dot8_split(uint4 w, uint4 x, float (&acc)[kRowAcc]) {
+/* Eight FP16 weights times eight FP16 activations in FP32: values 0, 2, 4, 6 into even, 1, 3, 5, 7 into odd. */
+__device__ __forceinline__ void dot8_split(uint4 w, uint4 x, float &even, float &odd) {
     const __half2 *wh = reinterpret_cast<const __half2 *>(&w);
     const __half2 *xh = reinterpret_cast<const __half2 *>(&x);
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         const float2 a = __half22float2(wh[i]), b = __half22float2(xh[i]);
-        acc[(2 * i) % kRowAcc] = fmaf(a.x, b.x, acc[(2 * i) % kRowAcc]);
-        acc[(2 * i + 1) % kRowAcc] = fmaf(a.y, b.y, acc[(2 * i + 1) % kRowAcc]);
+        even = fmaf(a.x, b.x, even);
+        odd = fmaf(a.y, b.y, odd);
     }
 }
 
 template <int B>
 __device__ __forceinline__ void fma_batch(const uint4 (&wv)[B], const uint4 *xs4, uint32_t c0, uint32_t lane,
-                                          uint32_t chunks, float (&acc)[kRowAcc]) {
+                                          uint32_t chunks, float &even, float &odd) {
 #pragma unroll
     for (int u = 0; u < B; u++) {
         const uint32_t c = c0 + (uint32_t)u * kWarp + lane;
-        if (c < chunks) dot8_split(wv[u], xs4[c], acc);
+        if (c < chunks) dot8_split(wv[u], xs4[c], even, odd);
     }
 }
 
 /* One row's FP32 lane sum against x, its first batch already in wv (loaded ahead): the lane's chunks in
- * order, value j of each into accumulator j % 2 (dot8_split), then acc0 + acc1; each later batch loaded
- * once the one before is summed. The decode GEMV, the router cluster and the screen's pick
- * all sum a row this way, so the pick's values are the GEMV's bit for bit (and
- * tests/unit/model/gemv_host_sum.h repeats it on the host). */
+ * order into the two chains (dot8_split), then even + odd; each later batch loaded once the one before
+ * is summed. The decode GEMV, the router cluster and the screen's pick all sum a row this way, so the
+ * pick's values are the GEMV's bit for bit (and tests/unit/model/gemv_host_sum.h repeats it on the
+ * host). */
 template <int B>
 __device__ __forceinline__ float sum_row(const uint4 *w4, uint4 (&wv)[B], const uint4 *xs4, uint32_t lane,
                                          uint32_t chunks) {
-    static_assert(kRowAcc == 2, "the sum below and gemv_host_sum.h add two accumulators");
-    float acc[kRowAcc] = {0.0f, 0.0f};
+    float even = 0.0f, odd = 0.0f;
     for (uint32_t c0 = 0;;) {
-        fma_batch(wv, xs4, c0, lane, chunks, acc);
+        fma_batch(wv, xs4, c0, lane, chunks, even, odd);
         c0 += (uint32_t)B * kWarp;
         if (c0 >= chunks) break;
         load_batch(w4, c0, lane, chunks, wv);
     }
-    return acc[0] + acc[1];
+    return even + odd;
 }
 
 /* h = src (+ delta) for one element, formula for formula as forward.c (doc/numerics.md). */

@@ -373,6 +373,8 @@ static float *rope_table(const hz_model_config *c, uint32_t ctx) {
  * - HZ_GPU_SPECULATE: the step queued ahead (hz_gpu_session.speculate).
  * - HZ_GPU_ROUTE_CLUSTER: where the router tail leaves the router GEMV, it runs in that GEMV's thread-
  *   block cluster rather than in a kernel of its own (route_placement).
+ * - HZ_GPU_RES_IN_DOWN: at full residency without a shared expert, the two-pass down kernel stores
+ *   h = fp16(h_in + fp16(acc)) and the next q/k/v GEMV reads h alone (hz_exec_cuda_hands_h).
  * - HZ_GPU_EXPERTS_AHEAD: at partial residency, the experts queued ahead of the routing behind a gate.
  * - HZ_GPU_DEVICE_HITS: there, the gates resolve all-hit groups from the device's table of rows.
  * - HZ_GPU_PARTIAL_GRAPH: with those hits, the partial-residency step is captured as a graph.

@@ -2,7 +2,7 @@
  * decode_ops.cu, decode_gemv.cuh), for the GPU tests that compare with it bit for bit
  * (test_decode_gemv.c, test_decode_screen.c): lane l of a row's warp adds, value by value with fmaf, the
  * 16-byte chunks l, l + 32, l + 64, ... of the row, value j of each chunk into accumulator j % 2, and
- * then acc0 + acc1 (decode_gemv.cuh's kRowAcc; on the scalar path, for a width that is not a multiple
+ * then acc0 + acc1 (decode_gemv.cuh's dot8_split; on the scalar path, for a width that is not a multiple
  * of 8, the values l, l + 32, ... into one accumulator); the 32 lane sums then meet as the warp's xor butterfly
  * adds them (offsets 16, 8, 4, 2, 1). No bias added. Include after core/fp16.h. */
 #ifndef HZ_TESTS_UNIT_MODEL_GEMV_HOST_SUM_H
