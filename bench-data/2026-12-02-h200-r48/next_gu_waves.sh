@@ -1,6 +1,6 @@
 #!/bin/bash
 # Prepared for the next session, not run: the two-pass gate_up kernel in two waves (wip/gu-waves,
-# HZ_W4A16_GU_WAVES=1; build-r48/gw release, build-r48/gwtl -Dtimeline=true, both of wip/gu-waves (e717f82)
+# HZ_W4A16_GU_WAVES=1; build-r48/gw release, build-r48/gwtl -Dtimeline=true, both of wip/gu-waves (c685ae5)
 # on 65ab90e). The kernel tests with the knob, then the step alternating main / off / on
 # (OLMoE three rounds; Qwen takes the fused kernel, not this one), then the timeline off and on.
 # Carry build-r48 and .devcarry/lib.
