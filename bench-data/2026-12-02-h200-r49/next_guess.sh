@@ -7,6 +7,8 @@
 # (wip/l2-predict), build-r49/main (main's device code). Carry build-r49 and .devcarry/lib.
 export LD_LIBRARY_PATH=$PWD/.devcarry/lib
 T0=$(date +%s); B=build-r49
+HZ_GPU_TEST_TRIALS=2 timeout 150 $B/guess/test_gpu_w4a16 > $OUT/w4a16_guess.txt 2>&1; echo "test_gpu_w4a16 rc $? ($(( $(date +%s) - T0 )) s): $(tail -1 $OUT/w4a16_guess.txt)"
+grep -E "guess" $OUT/w4a16_guess.txt | head -8
 for v in 1 3; do
   HZ_GPU_GUESS=$v HZ_MODEL_GPU_QUICK=1 timeout 100 $B/guess/test_model_gpu > $OUT/model_g$v.txt 2>&1; echo "test_model_gpu guess=$v rc $? ($(( $(date +%s) - T0 )) s): $(tail -1 $OUT/model_g$v.txt)"
 done
