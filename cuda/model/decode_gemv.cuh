@@ -32,9 +32,9 @@ __device__ __forceinline__ void load_batch(const uint4 *w4, uint32_t c0, uint32_
  * once at the end. One chain of 64 dependent FMAs was the router cluster's row (about 1,000 cycles,
  * clock64 in block 0; H200, 2026-12-02). Two chains: OLMoE step 0.566-0.567 -> 0.560-0.561 ms at
  * positions 32-96; four spilled in the general GEMV (8 bytes at its 64-register cap) and were slower
- * than two (doc/benchmarks.md, forty-sixth round). */
-
-/* Eight FP16 weights times eight FP16 activations in FP32: values 0, 2, 4, 6 into even, 1, 3, 5, 7 into odd. */
+ * than two (doc/benchmarks.md, forty-sixth round).
+ * dot8_split is ops_common.cuh's dot8 with two accumulators: eight FP16 weights times eight FP16
+ * activations in FP32, values 0, 2, 4, 6 into even, 1, 3, 5, 7 into odd. */
 __device__ __forceinline__ void dot8_split(uint4 w, uint4 x, float &even, float &odd) {
     const __half2 *wh = reinterpret_cast<const __half2 *>(&w);
     const __half2 *xh = reinterpret_cast<const __half2 *>(&x);

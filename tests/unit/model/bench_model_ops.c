@@ -954,11 +954,6 @@ static int tl_cmp_launch(const void *x, const void *y) {
     return a->t0 < b->t0 ? -1 : a->t0 > b->t0;
 }
 
-static int cmp_double(const void *x, const void *y) {
-    const double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
 static uint32_t tl_role(const tl_launch *l, const hz_model_config *c) {
     if (l->kind == HZ_TL_ATTN) return TL_ATTN;
     if (l->kind == HZ_TL_EXPERTS) return l->tag == 1 ? TL_GU : l->tag == 2 ? TL_DN : TL_EXPERTS;
@@ -1011,7 +1006,7 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
     /* per role: sums over launches of the blocks' exit times against the dependency's end at the
      * median, the 90th percentile and the last block, and the launches counted */
     double qexit[TL_ROLES][4] = {{0}};
-    double *exits = malloc(sizeof *exits * MAXR);
+    float *exits = malloc(sizeof *exits * MAXR); /* us: float is ample, and median's cmp_f sorts it */
     uint32_t cnt[TL_ROLES] = {0}, nsteps = 0;
     uint64_t tick = 0; /* the smallest step seen between two blocks' entries: the timer's resolution at best */
     int printed = 0;
@@ -1086,7 +1081,7 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
                 uint32_t nx = 0;
                 for (uint32_t b = 0; (l->kind == HZ_TL_GEMV || l->kind == HZ_TL_EXPERTS) && b < l->blocks; b++) {
                     const hz_tl_rec *q = &rec[l->first + b];
-                    exits[nx++] = ((double)q->t_exit - (double)dep) * 1e-3;
+                    exits[nx++] = (float)(((double)q->t_exit - (double)dep) * 1e-3);
                     const int late = q->t_entry >= dep;
                     const double w = (double)(q->t_wait ? q->t_wait : q->t_entry), m0 = (double)q->t_mark[0];
                     double *v = blk[l->role][late];
@@ -1099,7 +1094,7 @@ static void timeline_report(hz_session *s, const hz_model_config *c, uint32_t st
                     v[6] += q->t_mark[0] ? ((double)q->t_exit - m0) * 1e-3 : 0.0;
                 }
                 if (nx) { /* how late the launch's last blocks leave, against its median block */
-                    qsort(exits, nx, sizeof *exits, cmp_double);
+                    qsort(exits, nx, sizeof *exits, cmp_f);
                     qexit[l->role][0] += exits[nx / 2];
                     qexit[l->role][1] += exits[(nx * 9u) / 10u];
                     qexit[l->role][2] += exits[nx - 1];
