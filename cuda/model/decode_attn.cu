@@ -506,7 +506,7 @@ static_assert(kWarpPositions == 2u * kSoloChunks * kChunk, "the one-pass kernel'
  * K row (LPR), 32 / LPR rows per pass; lane l keeps dims [l * VD, (l + 1) * VD) of the values. Rows
  * below kWarpPositions come from ks / vs (shared, row j at j * D), others from the cache (kh / vh, row
  * stride kv_width); row pos from kcur / vcur. */
-template <uint32_t D>
+template <uint32_t D, uint32_t DS>
 __device__ __forceinline__ void warp_tile(uint32_t j0, uint32_t pos, float scale, const float (&qr)[8],
                                           const uint16_t *ks, const uint16_t *vs, const uint16_t *kh,
                                           const uint16_t *vh, uint32_t kv_width, const uint4 *kcur,
@@ -521,7 +521,7 @@ __device__ __forceinline__ void warp_tile(uint32_t j0, uint32_t pos, float scale
         const uint32_t j = j0 + u * R + sub;
         uint4 kv = make_uint4(0, 0, 0, 0);
         if (j < pos)
-            kv = staged ? reinterpret_cast<const uint4 *>(ks + (size_t)j * D)[li]
+            kv = staged ? reinterpret_cast<const uint4 *>(ks + (size_t)j * DS)[li]
                         : __ldg(reinterpret_cast<const uint4 *>(kh + (size_t)j * kv_width) + li);
         else if (j == pos)
             kv = kcur[li];
@@ -559,7 +559,7 @@ __device__ __forceinline__ void warp_tile(uint32_t j0, uint32_t pos, float scale
         VT v;
         memset(&v, 0, sizeof v);
         if (j < pos)
-            v = staged ? reinterpret_cast<const VT *>(vs + (size_t)j * D)[lane]
+            v = staged ? reinterpret_cast<const VT *>(vs + (size_t)j * DS)[lane]
                        : __ldg(reinterpret_cast<const VT *>(vh + (size_t)j * kv_width) + lane);
         else if (j == pos)
             v = reinterpret_cast<const VT *>(vcur)[lane];
@@ -580,11 +580,99 @@ __device__ __forceinline__ void warp_tile(uint32_t j0, uint32_t pos, float scale
     }
 }
 
+
+/* ---- the one-pass tile on the tensor cores (the default; HZ_GPU_ATTN_MMA=0: warp_tile) ------------
+ * The same tile of kTilePos positions as warp_tile, with the dot products as mma.sync m16n8k16 (FP16
+ * inputs, FP32 accumulation; FP16 products are exact in FP32). q is FP16 after RoPE (doc/numerics.md),
+ * so it enters as it is, copied into every row of the A operand: each column of the product then holds
+ * one position's score, and lane (g, t) ends with the scores of positions 2t, 2t + 1, 8 + 2t, 9 + 2t of
+ * the tile, exactly the B operand (k = position) of the values' product V^T p. The weights p are FP32;
+ * they enter as p_hi = fp16(p) plus p_lo = fp16(p - p_hi), two products accumulated in FP32, so the
+ * output carries what an FP32 weight would (the difference is below FP32's own rounding of the sum).
+ * Rows are staged DS = D + 8 halves apart, so that the eight rows one ldmatrix reads fall on distinct
+ * banks. Used only where every row of the tile is staged (pos < kWarpPositions): row pos holds kcur /
+ * vcur and the value rows after it in its tile are zero (0 x a stale row could be NaN). */
+__device__ __forceinline__ void ldsm_x4(const void *p, uint32_t (&r)[4]) {
+    const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+__device__ __forceinline__ void ldsm_x4_trans(const void *p, uint32_t (&r)[4]) {
+    const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ uint32_t pack_h2(float lo, float hi) {
+    return (uint32_t)f2h(lo) | (uint32_t)f2h(hi) << 16;
+}
+
+/* qw[s][0] / qw[s][1]: q's values 16s + 2t, +1 and 16s + 2t + 8, +9 (lane t = lane % 4), as FP16 pairs.
+ * o[m]: dims 16m + g (o[m][0]) and 16m + g + 8 (o[m][2]) of the running output (g = lane / 4). */
+template <uint32_t D, uint32_t DS>
+__device__ __forceinline__ void warp_tile_mma(uint32_t j0, uint32_t pos, float scale, const uint32_t (&qw)[D / 16u][2],
+                                              const uint16_t *ks, const uint16_t *vs, uint32_t lane, float &m_run,
+                                              float &l_run, float (&o)[D / 16u][4]) {
+    constexpr uint32_t S = D / 16u;
+    const uint32_t t = lane & 3u;
+    /* lane l addresses row (l / 16) * 8 + l % 8 of the tile at column ((l / 8) % 2) * 8 of a 16-column slice */
+    const uint32_t arow = j0 + (lane >> 4) * 8u + (lane & 7u), acol = ((lane >> 3) & 1u) * 8u;
+    float s0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, s1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (uint32_t k = 0; k < S; k++) {
+        uint32_t b[4];
+        ldsm_x4(ks + (size_t)arow * DS + 16u * k + acol, b);
+        mma16816(s0, qw[k][0], qw[k][0], qw[k][1], qw[k][1], b[0], b[1]);
+        mma16816(s1, qw[k][0], qw[k][0], qw[k][1], qw[k][1], b[2], b[3]);
+    }
+    const uint32_t jp[4] = {j0 + 2u * t, j0 + 2u * t + 1u, j0 + 8u + 2u * t, j0 + 9u + 2u * t};
+    float sc[4] = {s0[0], s0[1], s1[0], s1[1]};
+    float mt = -INFINITY;
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        sc[u] = jp[u] <= pos ? sc[u] * scale : -INFINITY;
+        mt = fmaxf(mt, sc[u]);
+    }
+    mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
+    mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
+    const float m_new = fmaxf(m_run, mt), f = expf(m_run - m_new); /* f = 0 on the first tile */
+    float pr[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) pr[u] = expf(sc[u] - m_new); /* 0 past pos */
+    float lt = (pr[0] + pr[1]) + (pr[2] + pr[3]);
+    lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+    lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+    l_run = l_run * f + lt;
+    m_run = m_new;
+    float lo[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) lo[u] = pr[u] - h2f(f2h(pr[u]));
+    const uint32_t h0 = pack_h2(pr[0], pr[1]), h1 = pack_h2(pr[2], pr[3]);
+    const uint32_t l0 = pack_h2(lo[0], lo[1]), l1 = pack_h2(lo[2], lo[3]);
+#pragma unroll
+    for (uint32_t m = 0; m < S; m++) {
+        uint32_t a[4];
+        ldsm_x4_trans(vs + (size_t)arow * DS + 16u * m + acol, a);
+#pragma unroll
+        for (int i = 0; i < 4; i++) o[m][i] *= f;
+        mma16816(o[m], a[0], a[1], a[2], a[3], h0, h1);
+        mma16816(o[m], a[0], a[1], a[2], a[3], l0, l1);
+    }
+}
+
 /* Grid: one block of kThreadsW per query head (hz_dattn_args.splits is ignored: nothing is parked). */
-template <uint32_t D>
+template <uint32_t D, bool MMA>
 __global__ void __launch_bounds__(kThreadsW, 1) wattn_kernel(const __grid_constant__ dattn_params p) {
-    constexpr uint32_t NC = D / 8u, VD = D / 32u;
-    extern __shared__ __align__(16) uint16_t kvs[]; /* K rows [kWarpPositions][D], then the V rows */
+    constexpr uint32_t NC = D / 8u, VD = D / 32u, DS = MMA ? D + 8u : D; /* DS: the staged rows' stride */
+    extern __shared__ __align__(16) uint16_t kvs[]; /* K rows [kWarpPositions][DS], then the V rows */
     __shared__ __align__(16) uint4 qraw[NC], kraw[NC], kcur[NC], vcur[NC];
     __shared__ __align__(16) float qh[D];
     __shared__ float red[2u * kWarpsW];
@@ -598,13 +686,13 @@ __global__ void __launch_bounds__(kThreadsW, 1) wattn_kernel(const __grid_consta
     const uint32_t pos = __ldcg(&a.step->pos);
     const bool norm = a.q_norm != nullptr;
     const uint16_t *kh = a.kc + (size_t)hk * D, *vh = a.vc + (size_t)hk * D;
-    uint16_t *ks = kvs, *vs = kvs + (size_t)kWarpPositions * D;
+    uint16_t *ks = kvs, *vs = kvs + (size_t)kWarpPositions * DS;
     /* rows below pos were written by earlier steps: copied before the wait */
     const uint32_t rows = min(pos, kWarpPositions);
     for (uint32_t it = tid; it < rows * NC; it += kThreadsW) {
         const uint32_t r = it / NC, c = it % NC;
-        cp_async16(ks + r * D + c * 8u, kh + (size_t)r * kv_width + c * 8u);
-        cp_async16(vs + r * D + c * 8u, vh + (size_t)r * kv_width + c * 8u);
+        cp_async16(ks + r * DS + c * 8u, kh + (size_t)r * kv_width + c * 8u);
+        cp_async16(vs + r * DS + c * 8u, vh + (size_t)r * kv_width + c * 8u);
     }
     cp_async_commit();
     if (tid == 0) { /* lines the previous grid writes: hinted only (see dattn_kernel) */
@@ -637,21 +725,51 @@ __global__ void __launch_bounds__(kThreadsW, 1) wattn_kernel(const __grid_consta
     __syncthreads(); /* publishes qh, kcur and every thread's copied rows */
     if (tid == 0) HZ_TL_MARK(1);
 
-    float qr[8];
-    const uint32_t li = lane % NC;
+    float m_run = -INFINITY, l_run = 0.0f;
+    if (MMA && pos < kWarpPositions) {
+        /* row pos from kcur / vcur, the value rows after it in its tile zeroed (see warp_tile_mma) */
+        const uint32_t tile_end = min((pos / kTilePos + 1u) * kTilePos, kWarpPositions);
+        for (uint32_t it = tid; it < (tile_end - pos) * NC; it += kThreadsW) {
+            const uint32_t r = pos + it / NC, c = it % NC;
+            reinterpret_cast<uint4 *>(vs + (size_t)r * DS)[c] = r == pos ? vcur[c] : make_uint4(0, 0, 0, 0);
+            if (r == pos) reinterpret_cast<uint4 *>(ks + (size_t)r * DS)[c] = kcur[c];
+        }
+        __syncthreads();
+        constexpr uint32_t S = D / 16u;
+        const uint32_t t = lane & 3u, g = lane >> 2;
+        uint32_t qw[S][2];
 #pragma unroll
-    for (int k = 0; k < 8; k++) qr[k] = qh[li * 8u + k];
-    float m_run = -INFINITY, l_run = 0.0f, o[VD];
+        for (uint32_t k = 0; k < S; k++) {
+            qw[k][0] = pack_h2(qh[16u * k + 2u * t], qh[16u * k + 2u * t + 1u]);
+            qw[k][1] = pack_h2(qh[16u * k + 2u * t + 8u], qh[16u * k + 2u * t + 9u]);
+        }
+        float o[S][4] = {};
+        for (uint32_t j0 = warp * kTilePos; j0 <= pos; j0 += kWarpPositions)
+            warp_tile_mma<D, DS>(j0, pos, p.scale, qw, ks, vs, lane, m_run, l_run, o);
+        if (t == 0) {
 #pragma unroll
-    for (uint32_t d = 0; d < VD; d++) o[d] = 0.0f;
-    for (uint32_t j0 = warp * kTilePos; j0 <= pos; j0 += kWarpPositions)
-        warp_tile<D>(j0, pos, p.scale, qr, ks, vs, kh, vh, kv_width, kcur, vcur, lane, m_run, l_run, o);
+            for (uint32_t m = 0; m < S; m++) {
+                wo[warp][16u * m + g] = o[m][0];
+                wo[warp][16u * m + g + 8u] = o[m][2];
+            }
+        }
+    } else {
+        float qr[8];
+        const uint32_t li = lane % NC;
+#pragma unroll
+        for (int k = 0; k < 8; k++) qr[k] = qh[li * 8u + k];
+        float o[VD];
+#pragma unroll
+        for (uint32_t d = 0; d < VD; d++) o[d] = 0.0f;
+        for (uint32_t j0 = warp * kTilePos; j0 <= pos; j0 += kWarpPositions)
+            warp_tile<D, DS>(j0, pos, p.scale, qr, ks, vs, kh, vh, kv_width, kcur, vcur, lane, m_run, l_run, o);
+#pragma unroll
+        for (uint32_t d = 0; d < VD; d++) wo[warp][lane * VD + d] = o[d];
+    }
     if (lane == 0) {
         wm[warp] = m_run; /* -inf and 0 for a warp without a tile: its weight below is 0 */
         wl[warp] = l_run;
     }
-#pragma unroll
-    for (uint32_t d = 0; d < VD; d++) wo[warp][lane * VD + d] = o[d];
     __syncthreads();
     if (tid == 0) HZ_TL_MARK(2);
     if (tid < D) { /* the warps' partials merged in warp order: M = max, weights expf(m_w - M) */
@@ -683,6 +801,12 @@ HZ_TL_HOST(attn)
 static bool warp_kernel_enabled(void) {
     static std::atomic<int> cache{-1};
     return knob_once(cache, "HZ_GPU_ATTN_WARP", "0", 0, 1) != 0;
+}
+
+/* HZ_GPU_ATTN_MMA=0 keeps the one-pass kernel's tiles on FP32 FMAs (warp_tile; A/B runs); read once. */
+static bool mma_tiles_enabled(void) {
+    static std::atomic<int> cache{-1};
+    return knob_once(cache, "HZ_GPU_ATTN_MMA", "0", 0, 1) != 0;
 }
 
 extern "C" uint32_t hz_decode_attention_splits(const hz_decode_dev *dev, uint32_t heads, uint32_t max_ctx) {
@@ -724,8 +848,10 @@ extern "C" int hz_decode_attention(const hz_dattn_args *a, const hz_klaunch *k) 
     p.vec = aligned16(a->q) && aligned16(a->k) && aligned16(a->v);
     cudaError_t e = cudaSuccess;
     if (G == 2u && warp_kernel_enabled() && (a->head_dim == 64u || a->head_dim == 128u)) {
-        const size_t wsmem = 2u * kWarpPositions * a->head_dim * sizeof(uint16_t);
-        void (*wk)(dattn_params) = a->head_dim == 64u ? wattn_kernel<64> : wattn_kernel<128>;
+        const bool mma = mma_tiles_enabled();
+        const size_t wsmem = 2u * kWarpPositions * (a->head_dim + (mma ? 8u : 0u)) * sizeof(uint16_t);
+        void (*wk)(dattn_params) = a->head_dim == 64u ? (mma ? wattn_kernel<64, true> : wattn_kernel<64, false>)
+                                                      : (mma ? wattn_kernel<128, true> : wattn_kernel<128, false>);
         e = cudaFuncSetAttribute(wk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)wsmem);
         if (e != cudaSuccess) return cuda_fail(e, "cudaFuncSetAttribute (decode attention shared memory)");
         e = launch(wk, a->heads, 1u, kThreadsW, wsmem, k, p);
