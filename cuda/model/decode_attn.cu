@@ -31,6 +31,7 @@
 #include "knob.cuh"
 #include "ops_common.cuh"
 #include "timeline.cuh"
+#include "w4a16_device.cuh"
 
 namespace {
 
@@ -604,13 +605,6 @@ __device__ __forceinline__ void ldsm_x4_trans(const void *p, uint32_t (&r)[4]) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(a));
 }
-__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                         uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 __device__ __forceinline__ uint32_t pack_h2(float lo, float hi) {
     return (uint32_t)f2h(lo) | (uint32_t)f2h(hi) << 16;
 }
@@ -630,8 +624,8 @@ __device__ __forceinline__ void warp_tile_mma(uint32_t j0, uint32_t pos, float s
     for (uint32_t k = 0; k < S; k++) {
         uint32_t b[4];
         ldsm_x4(ks + (size_t)arow * DS + 16u * k + acol, b);
-        mma16816(s0, qw[k][0], qw[k][0], qw[k][1], qw[k][1], b[0], b[1]);
-        mma16816(s1, qw[k][0], qw[k][0], qw[k][1], qw[k][1], b[2], b[3]);
+        hz_mma16816(s0, qw[k][0], qw[k][0], qw[k][1], qw[k][1], b[0], b[1]);
+        hz_mma16816(s1, qw[k][0], qw[k][0], qw[k][1], qw[k][1], b[2], b[3]);
     }
     const uint32_t jp[4] = {j0 + 2u * t, j0 + 2u * t + 1u, j0 + 8u + 2u * t, j0 + 9u + 2u * t};
     float sc[4] = {s0[0], s0[1], s1[0], s1[1]};
@@ -663,8 +657,8 @@ __device__ __forceinline__ void warp_tile_mma(uint32_t j0, uint32_t pos, float s
         ldsm_x4_trans(vs + (size_t)arow * DS + 16u * m + acol, a);
 #pragma unroll
         for (int i = 0; i < 4; i++) o[m][i] *= f;
-        mma16816(o[m], a[0], a[1], a[2], a[3], h0, h1);
-        mma16816(o[m], a[0], a[1], a[2], a[3], l0, l1);
+        hz_mma16816(o[m], a[0], a[1], a[2], a[3], h0, h1);
+        hz_mma16816(o[m], a[0], a[1], a[2], a[3], l0, l1);
     }
 }
 
