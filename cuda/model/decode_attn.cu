@@ -581,7 +581,6 @@ __device__ __forceinline__ void warp_tile(uint32_t j0, uint32_t pos, float scale
     }
 }
 
-
 /* ---- the one-pass tile on the tensor cores (the default; HZ_GPU_ATTN_MMA=0: warp_tile) ------------
  * The same tile of kTilePos positions as warp_tile, with the dot products as mma.sync m16n8k16 (FP16
  * inputs, FP32 accumulation; FP16 products are exact in FP32). q is FP16 after RoPE (doc/numerics.md),
@@ -590,9 +589,11 @@ __device__ __forceinline__ void warp_tile(uint32_t j0, uint32_t pos, float scale
  * the tile, exactly the B operand (k = position) of the values' product V^T p. The weights p are FP32;
  * they enter as p_hi = fp16(p) plus p_lo = fp16(p - p_hi), two products accumulated in FP32, so the
  * output carries what an FP32 weight would (the difference is below FP32's own rounding of the sum).
- * Rows are staged DS = D + 8 halves apart, so that the eight rows one ldmatrix reads fall on distinct
- * banks. Used only where every row of the tile is staged (pos < kWarpPositions): row pos holds kcur /
+ * Rows are staged DS = D + kMmaPad halves apart, so that the eight rows one ldmatrix reads fall on
+ * distinct banks. Used only where every row of the tile is staged (pos < kWarpPositions): row pos holds kcur /
  * vcur and the value rows after it in its tile are zero (0 x a stale row could be NaN). */
+constexpr uint32_t kMmaPad = 8; /* halves after each staged row (16 bytes: ldmatrix rows stay aligned) */
+
 __device__ __forceinline__ void ldsm_x4(const void *p, uint32_t (&r)[4]) {
     const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
@@ -648,7 +649,7 @@ __device__ __forceinline__ void warp_tile_mma(uint32_t j0, uint32_t pos, float s
     m_run = m_new;
     float lo[4];
 #pragma unroll
-    for (int u = 0; u < 4; u++) lo[u] = pr[u] - h2f(f2h(pr[u]));
+    for (int u = 0; u < 4; u++) lo[u] = pr[u] - round16(pr[u]);
     const uint32_t h0 = pack_h2(pr[0], pr[1]), h1 = pack_h2(pr[2], pr[3]);
     const uint32_t l0 = pack_h2(lo[0], lo[1]), l1 = pack_h2(lo[2], lo[3]);
 #pragma unroll
@@ -665,7 +666,7 @@ __device__ __forceinline__ void warp_tile_mma(uint32_t j0, uint32_t pos, float s
 /* Grid: one block of kThreadsW per query head (hz_dattn_args.splits is ignored: nothing is parked). */
 template <uint32_t D, bool MMA>
 __global__ void __launch_bounds__(kThreadsW, 1) wattn_kernel(const __grid_constant__ dattn_params p) {
-    constexpr uint32_t NC = D / 8u, VD = D / 32u, DS = MMA ? D + 8u : D; /* DS: the staged rows' stride */
+    constexpr uint32_t NC = D / 8u, VD = D / 32u, DS = MMA ? D + kMmaPad : D; /* DS: the staged rows' stride */
     extern __shared__ __align__(16) uint16_t kvs[]; /* K rows [kWarpPositions][DS], then the V rows */
     __shared__ __align__(16) uint4 qraw[NC], kraw[NC], kcur[NC], vcur[NC];
     __shared__ __align__(16) float qh[D];
@@ -843,7 +844,7 @@ extern "C" int hz_decode_attention(const hz_dattn_args *a, const hz_klaunch *k) 
     cudaError_t e = cudaSuccess;
     if (G == 2u && warp_kernel_enabled() && (a->head_dim == 64u || a->head_dim == 128u)) {
         const bool mma = mma_tiles_enabled();
-        const size_t wsmem = 2u * kWarpPositions * (a->head_dim + (mma ? 8u : 0u)) * sizeof(uint16_t);
+        const size_t wsmem = 2u * kWarpPositions * (a->head_dim + (mma ? kMmaPad : 0u)) * sizeof(uint16_t);
         void (*wk)(dattn_params) = a->head_dim == 64u ? (mma ? wattn_kernel<64, true> : wattn_kernel<64, false>)
                                                       : (mma ? wattn_kernel<128, true> : wattn_kernel<128, false>);
         e = cudaFuncSetAttribute(wk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)wsmem);
