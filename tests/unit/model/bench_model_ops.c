@@ -15,6 +15,9 @@
  *       return the lower row, and the argmax of the logits it wrote.
  *     attention: the split decode attention against a host FP64 reference (default splits and 1) and
  *       timed against the older one-block-per-head kernel, KV rotated past the L2 cache.
+ *   bench_model_ops --attention-check
+ *     the attention's checks above alone (1 to 4,096 positions, every split and group setting), untimed
+ *     and without cuBLAS: what compute-sanitizer runs on the full-size head_dim of 128.
  *   bench_model_ops --screen [repeats]
  *     the lm_head's greedy pick at OLMoE-1B-7B's and Qwen1.5-MoE-A2.7B's shapes (50,304 and 151,936 rows
  *     of 2,048, random weights): the argmax GEMV against the screen (cuda/model/decode_screen.cuh, its
@@ -533,6 +536,7 @@ static double attn_check(attn_ctx *c) {
     return worst;
 }
 
+/* reps 0: the four checks only, no timing (--attention-check: no cuBLAS, for compute-sanitizer) */
 static int attention_case(uint32_t n_pos, int reps) {
     const uint32_t heads = 16, D = 128, ctx = 4096, KD = heads * D;
     attn_ctx c = {.heads = heads, .D = D, .ctx = ctx, .n_pos = n_pos};
@@ -576,18 +580,20 @@ static int attention_case(uint32_t n_pos, int reps) {
         if (!(err <= 2e-3)) bad = 1;
     }
     c.splits = max_splits;
-    const double kv_read = 2.0 * n_pos * KD * 2;
-    c.groups = 2;
-    float s_two = time_single(run_attn_new, &c, reps), g_two = time_graph(run_attn_new, &c, reps);
-    c.groups = 1;
-    float s_new = time_single(run_attn_new, &c, reps), g_new = time_graph(run_attn_new, &c, reps);
-    float s_old = time_single(run_attn_old, &c, reps), g_old = time_graph(run_attn_old, &c, reps);
-    printf("    groups 2    single %8.2f us | graph %8.2f us %7.1f GB/s (KV read)\n", s_two, g_two,
-           g_two > 0 ? kv_read / (g_two * 1e3) : 0.0);
-    printf("    split (%2u) single %8.2f us | graph %8.2f us %7.1f GB/s (KV read)\n", c.splits, s_new, g_new,
-           g_new > 0 ? kv_read / (g_new * 1e3) : 0.0);
-    printf("    old         single %8.2f us | graph %8.2f us %7.1f GB/s (KV read)\n", s_old, g_old,
-           g_old > 0 ? kv_read / (g_old * 1e3) : 0.0);
+    if (reps > 0) {
+        const double kv_read = 2.0 * n_pos * KD * 2;
+        c.groups = 2;
+        float s_two = time_single(run_attn_new, &c, reps), g_two = time_graph(run_attn_new, &c, reps);
+        c.groups = 1;
+        float s_new = time_single(run_attn_new, &c, reps), g_new = time_graph(run_attn_new, &c, reps);
+        float s_old = time_single(run_attn_old, &c, reps), g_old = time_graph(run_attn_old, &c, reps);
+        printf("    groups 2    single %8.2f us | graph %8.2f us %7.1f GB/s (KV read)\n", s_two, g_two,
+               g_two > 0 ? kv_read / (g_two * 1e3) : 0.0);
+        printf("    split (%2u) single %8.2f us | graph %8.2f us %7.1f GB/s (KV read)\n", c.splits, s_new, g_new,
+               g_new > 0 ? kv_read / (g_new * 1e3) : 0.0);
+        printf("    old         single %8.2f us | graph %8.2f us %7.1f GB/s (KV read)\n", s_old, g_old,
+               g_old > 0 ? kv_read / (g_old * 1e3) : 0.0);
+    }
     for (uint32_t k = 0; k < c.copies; k++) {
         cudaFree(c.kc[k]);
         cudaFree(c.vc[k]);
@@ -1335,6 +1341,13 @@ int main(int argc, char **argv) {
         const uint32_t nsteps = argc > 4 ? (uint32_t)atoi(argv[4]) : 64u;
         int bad = step_bench(arch, experts, nsteps < 8 ? 8 : nsteps, 40);
         printf(bad ? "bench_model_ops --step: FAILED\n" : "bench_model_ops --step: OK\n");
+        return bad;
+    }
+    if (argc > 1 && strcmp(argv[1], "--attention-check") == 0) { /* the attention's checks alone, untimed */
+        const uint32_t n_pos[7] = {1, 17, 100, 200, 256, 1024, 4096};
+        int bad = 0;
+        for (int i = 0; i < 7; i++) bad |= attention_case(n_pos[i], 0);
+        printf(bad ? "bench_model_ops --attention-check: FAILED\n" : "bench_model_ops --attention-check: OK\n");
         return bad;
     }
     if (cublasCreate(&g_blas) != CUBLAS_STATUS_SUCCESS) {
