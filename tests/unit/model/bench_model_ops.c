@@ -612,6 +612,15 @@ static int attention_case(uint32_t n_pos, int reps) {
     return bad;
 }
 
+/* Every attention case: positions below 256 (the step's groups-2 launches), then 256, 1,024 and 4,096. */
+static int attention_cases(int reps) {
+    const uint32_t short_pos[4] = {1, 17, 100, 200};
+    int bad = 0;
+    for (int i = 0; i < 4; i++) bad |= attention_case(short_pos[i], reps);
+    for (uint32_t n_pos = 256; n_pos <= 4096; n_pos *= 4) bad |= attention_case(n_pos, reps);
+    return bad;
+}
+
 /* ---- the non-routed kernels of one step, at a model's shapes --------------------------------------------- */
 
 /* The buffers of one layer's non-routed kernels; launches as forward_cuda.c's enqueue_step does. */
@@ -1344,9 +1353,7 @@ int main(int argc, char **argv) {
         return bad;
     }
     if (argc > 1 && strcmp(argv[1], "--attention-check") == 0) { /* the attention's checks alone, untimed */
-        const uint32_t n_pos[7] = {1, 17, 100, 200, 256, 1024, 4096};
-        int bad = 0;
-        for (int i = 0; i < 7; i++) bad |= attention_case(n_pos[i], 0);
+        const int bad = attention_cases(0);
         printf(bad ? "bench_model_ops --attention-check: FAILED\n" : "bench_model_ops --attention-check: OK\n");
         return bad;
     }
@@ -1378,9 +1385,7 @@ int main(int argc, char **argv) {
     bad |= gemv_case("olmoe lm_head", 50304, 2048, 1, reps);
     bad |= gemv_case("qwen lm_head", 151936, 2048, 1, reps);
     bad |= argmax_case(50304, 2048);
-    const uint32_t short_pos[4] = {1, 17, 100, 200}; /* below 256: the step's groups-2 launches */
-    for (int i = 0; i < 4; i++) bad |= attention_case(short_pos[i], reps);
-    for (uint32_t n_pos = 256; n_pos <= 4096; n_pos *= 4) bad |= attention_case(n_pos, reps);
+    bad |= attention_cases(reps);
     cublasDestroy(g_blas);
     cudaFree(ws);
     printf(bad ? "bench_model_ops: a check FAILED\n" : "bench_model_ops: OK\n");
