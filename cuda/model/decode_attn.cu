@@ -186,12 +186,14 @@ struct NormRope {
 
 /* After read_qkv and a barrier: thread tid < D/2 norms (norm, over the full widths from the NW warps'
  * sums in red) and rotates q's pair (tid, tid + D/2) into qh and, with_kv, k's into kcur (FP16), which
- * store also writes to row pos of the cache, as the threads tid < D/8 do with v's row. */
+ * store also writes to row pos of the cache, as the threads tid < D/8 do with v's row. Where given, q
+ * also goes to qh16 and k to krow as FP16 (the one-pass kernel's tensor-core operands). */
 template <uint32_t NW>
 __device__ __forceinline__ void norm_rope_qk(const hz_dattn_args &a, uint32_t D, uint32_t hk, uint32_t pos, bool norm,
                                              bool with_kv, bool store, uint32_t tid, const float *red,
                                              const NormRope &w, const uint4 *qraw, const uint4 *kraw,
-                                             const uint4 *vcur, float *qh, uint4 *kcur) {
+                                             const uint4 *vcur, float *qh, uint4 *kcur, uint16_t *qh16 = nullptr,
+                                             uint16_t *krow = nullptr) {
     const uint32_t half = D / 2u, kv_width = a.kv_heads * D;
     if (tid < half) {
         float inv_q = 0.0f, inv_k = 0.0f;
@@ -207,6 +209,10 @@ __device__ __forceinline__ void norm_rope_qk(const hz_dattn_args &a, uint32_t D,
         }
         const uint16_t *q16 = reinterpret_cast<const uint16_t *>(qraw);
         norm_rope_pair(h2f(q16[tid]), h2f(q16[tid + half]), norm, w.wq0, w.wq1, inv_q, w.c, w.s, qh[tid], qh[tid + half]);
+        if (qh16) { /* the values are FP16-exact: the same bits */
+            qh16[tid] = f2h(qh[tid]);
+            qh16[tid + half] = f2h(qh[tid + half]);
+        }
         if (with_kv) {
             const uint16_t *k16 = reinterpret_cast<const uint16_t *>(kraw);
             float k0, k1;
@@ -214,6 +220,10 @@ __device__ __forceinline__ void norm_rope_qk(const hz_dattn_args &a, uint32_t D,
             uint16_t *kc16 = reinterpret_cast<uint16_t *>(kcur);
             kc16[tid] = f2h(k0);
             kc16[tid + half] = f2h(k1);
+            if (krow) {
+                krow[tid] = f2h(k0);
+                krow[tid + half] = f2h(k1);
+            }
             if (store) {
                 uint16_t *kd = a.kc + (size_t)pos * kv_width + (size_t)hk * D;
                 kd[tid] = f2h(k0);
@@ -670,6 +680,7 @@ __global__ void __launch_bounds__(kThreadsW, 1) wattn_kernel(const __grid_consta
     extern __shared__ __align__(16) uint16_t kvs[]; /* K rows [kWarpPositions][DS], then the V rows */
     __shared__ __align__(16) uint4 qraw[NC], kraw[NC], kcur[NC], vcur[NC];
     __shared__ __align__(16) float qh[D];
+    __shared__ __align__(16) uint16_t qh16[MMA ? D : 2u]; /* q as FP16 pairs for the A fragments */
     __shared__ float red[2u * kWarpsW];
     __shared__ float wm[kWarpsW], wl[kWarpsW];
     __shared__ __align__(16) float wo[kWarpsW][D];
@@ -690,6 +701,14 @@ __global__ void __launch_bounds__(kThreadsW, 1) wattn_kernel(const __grid_consta
         cp_async16(vs + r * DS + c * 8u, vh + (size_t)r * kv_width + c * 8u);
     }
     cp_async_commit();
+    /* the tensor-core tile reads whole tiles: the value rows after pos in its tile must be zero (see
+     * warp_tile_mma); nothing is copied there, so they are cleared before the wait */
+    const bool mma = MMA && pos < kWarpPositions;
+    if (mma) {
+        const uint32_t tile_end = min((pos / kTilePos + 1u) * kTilePos, kWarpPositions);
+        for (uint32_t it = tid; it < (tile_end - pos - 1u) * NC; it += kThreadsW)
+            reinterpret_cast<uint4 *>(vs + (size_t)(pos + 1u + it / NC) * DS)[it % NC] = make_uint4(0, 0, 0, 0);
+    }
     if (tid == 0) { /* lines the previous grid writes: hinted only (see dattn_kernel) */
         prefetch_l2(a.q + (size_t)h * D);
         prefetch_l2(a.k + (size_t)hk * D);
@@ -715,28 +734,27 @@ __global__ void __launch_bounds__(kThreadsW, 1) wattn_kernel(const __grid_consta
     read_qkv<kThreadsW>(a, NC, h, hk, norm, true, p.vec != 0, tid, qraw, kraw, vcur, red);
     __syncthreads(); /* publishes red, qraw, kraw, vcur */
     if (tid == 0) HZ_TL_MARK(0);
-    norm_rope_qk<kWarpsW>(a, D, hk, pos, norm, true, h % p.group == 0, tid, red, nr, qraw, kraw, vcur, qh, kcur);
+    /* the tensor-core tile's row pos: k's from the norm pass (krow), v's by the last warp's first NC lanes,
+     * which the norm pass leaves idle (static_assert below), both published by the barrier after it */
+    static_assert(kThreadsW - NC >= D, "the row-pos copy's threads overlap the norm pass's");
+    if (mma && tid >= kThreadsW - NC)
+        reinterpret_cast<uint4 *>(vs + (size_t)pos * DS)[tid - (kThreadsW - NC)] = vcur[tid - (kThreadsW - NC)];
+    norm_rope_qk<kWarpsW>(a, D, hk, pos, norm, true, h % p.group == 0, tid, red, nr, qraw, kraw, vcur, qh, kcur,
+                          mma ? qh16 : nullptr, mma ? ks + (size_t)pos * DS : nullptr);
     cp_async_wait<0>();
-    __syncthreads(); /* publishes qh, kcur and every thread's copied rows */
+    __syncthreads(); /* publishes qh (qh16), kcur, row pos and every thread's copied rows */
     if (tid == 0) HZ_TL_MARK(1);
 
     float m_run = -INFINITY, l_run = 0.0f;
-    if (MMA && pos < kWarpPositions) {
-        /* row pos from kcur / vcur, the value rows after it in its tile zeroed (see warp_tile_mma) */
-        const uint32_t tile_end = min((pos / kTilePos + 1u) * kTilePos, kWarpPositions);
-        for (uint32_t it = tid; it < (tile_end - pos) * NC; it += kThreadsW) {
-            const uint32_t r = pos + it / NC, c = it % NC;
-            reinterpret_cast<uint4 *>(vs + (size_t)r * DS)[c] = r == pos ? vcur[c] : make_uint4(0, 0, 0, 0);
-            if (r == pos) reinterpret_cast<uint4 *>(ks + (size_t)r * DS)[c] = kcur[c];
-        }
-        __syncthreads();
+    if (mma) {
         constexpr uint32_t S = D / 16u;
         const uint32_t t = lane & 3u, g = lane >> 2;
-        uint32_t qw[S][2];
+        uint32_t qw[S][2]; /* pack_h2 of the qh pairs: the same bits, read as words */
+        const uint32_t *q32 = reinterpret_cast<const uint32_t *>(qh16);
 #pragma unroll
         for (uint32_t k = 0; k < S; k++) {
-            qw[k][0] = pack_h2(qh[16u * k + 2u * t], qh[16u * k + 2u * t + 1u]);
-            qw[k][1] = pack_h2(qh[16u * k + 2u * t + 8u], qh[16u * k + 2u * t + 9u]);
+            qw[k][0] = q32[8u * k + t];
+            qw[k][1] = q32[8u * k + t + 4u];
         }
         float o[S][4] = {};
         for (uint32_t j0 = warp * kTilePos; j0 <= pos; j0 += kWarpPositions)
