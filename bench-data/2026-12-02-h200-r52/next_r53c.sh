@@ -13,6 +13,11 @@ for v in 1 0; do
   echo "test_decode_screen (bulk=$v) rc $?: $(tail -1 $OUT/screen_test_$v.txt)"; grep -E "FAIL" $OUT/screen_test_$v.txt | head -3
 done
 HZ_GPU_SCREEN_BULK_BLOCKS=3 timeout 120 $S/test_decode_screen > $OUT/screen_test_b3.txt 2>&1; echo "test_decode_screen (3 blocks) rc $?: $(tail -1 $OUT/screen_test_b3.txt)"
+# the same inputs on both paths: every shape's bounds must hash the same (the lines print them)
+if diff <(grep -o 'rows .*bounds [0-9a-f]*' $OUT/screen_test_1.txt) <(grep -o 'rows .*bounds [0-9a-f]*' $OUT/screen_test_0.txt) > $OUT/screen_diff.txt &&
+   diff <(grep -o 'rows .*bounds [0-9a-f]*' $OUT/screen_test_b3.txt) <(grep -o 'rows .*bounds [0-9a-f]*' $OUT/screen_test_0.txt) >> $OUT/screen_diff.txt; then
+  echo "bounds bit-identical on both paths ($(grep -c 'bounds [0-9a-f]' $OUT/screen_test_0.txt) shapes)"
+else echo "bounds DIFFER between the paths:"; head -6 $OUT/screen_diff.txt; fi
 for t in memcheck racecheck synccheck initcheck; do
   timeout 150 compute-sanitizer --tool $t --error-exitcode 9 $S/test_decode_screen > $OUT/san_$t.txt 2>&1
   echo "$t test_decode_screen rc $?: $(grep -E 'SUMMARY' $OUT/san_$t.txt | head -1)"
